@@ -678,21 +678,27 @@ def _run_shapes(args) -> list[tuple[object, list[str]]]:
     would (edge_sdk.tools.bench.input_shapes_from, `edge bench --inputs`'s rule); consecutive files of the same
     shapes share one model. A file that cannot be the model's input is a UsageError naming it and the input."""
     given = _input_shapes(args.input_shape)
-    return _shapes_from_files(args.model, list(args.inputs), given) or [(given, list(args.inputs))]
+    return _shapes_from_files(args.model, list(args.inputs), given, check_given=True) or [(given, list(args.inputs))]
 
 
-def _shapes_from_files(model_path, files: list[str], given) -> list[tuple[object, list[str]]] | None:
+def _shapes_from_files(model_path, files: list[str], given,
+                       check_given: bool = False) -> list[tuple[object, list[str]]] | None:
     """_run_shapes' groups, or None when the files give no shape (one is not a .npy / .npz, --input-shape is a
-    bare shape or sets every dynamic input, the model has none): `edge run` INPUTs, `edge profile --inputs`."""
+    bare shape or sets every dynamic input, the model has none): `edge run` INPUTs, `edge profile --inputs`.
+    ``check_given``: each .npy / .npz must fit the shapes --input-shape gives too (`edge run`, whose runtime would
+    otherwise refuse the array later with a model error; `edge profile` checks its file itself)."""
     from edge_sdk.model import read_model
     from edge_sdk.model.input_shapes import dynamic_inputs
     from edge_sdk.tools.bench import input_shapes_from, read_input_file
 
-    if given is not None and not isinstance(given, dict) or not files or not all(
-            str(p).lower().endswith((".npy", ".npz")) for p in files):
+    if not files or not all(str(p).lower().endswith((".npy", ".npz")) for p in files):
         return None
     model = read_model(_model_bytes(model_path))
-    if not [name for name, _, _ in dynamic_inputs(model) if name not in (given or {})]:
+    if check_given and given is not None:  # a file contradicting --input-shape: one line naming both, exit 2
+        for p in files:
+            input_shapes_from(p, model, read_input_file(p, model, model_path), given)
+    if not isinstance(given, (dict, type(None))) or not [
+            name for name, _, _ in dynamic_inputs(model) if name not in (given or {})]:
         return None
     groups: list[tuple[object, list[str]]] = []
     for p in files:
@@ -726,6 +732,8 @@ def _cmd_serve(args) -> int:
         sys.stdout.write(f"serving {server.name} on {server.url} (max batch {server.max_batch}, "
                          f"{server.instances} instance(s))\n")
         sys.stdout.write(server.runtime.line() + "\n")  # the batching note (if any) went to stderr, once (serve.py)
+        for name, sig in server.dynamic.items():  # no --input-shape for it: every request brings its own size
+            sys.stdout.write(f"input '{name}' {list(sig)}: each request runs at its own shape\n")
         sys.stdout.flush()
 
     # Ctrl-C / SIGTERM: serve() drains and stops the server, then main() exits 130 / 143 like every command.

@@ -24,9 +24,7 @@ of the model (the C loader reads shapes from the model bytes) and the next alloc
 
 from __future__ import annotations
 
-import copy
 import ctypes
-import dataclasses
 import os
 import shutil
 import threading
@@ -43,7 +41,7 @@ from edge_sdk.runtime.planner import c_memory_plan, c_patch_stage, check_memory 
 from edge_sdk.runtime.planner import folded_pads as planner_folded_pads
 from edge_sdk.runtime.c_status import STATUS, status_name
 from edge_sdk.runtime.delegates.base import Partition
-from edge_sdk.runtime.interpreter import Interpreter, check_while_bound, resize_request
+from edge_sdk.runtime.interpreter import Interpreter, check_while_bound, folded_pad_output, resize_request
 from edge_sdk.errors import ArenaTooSmallError, DataError, ModelError, UnsupportedOpError
 from edge_sdk.model.types import TENSOR_TYPE_NAMES, TENSOR_TYPES, Model
 
@@ -294,6 +292,11 @@ class CInterpreter(Interpreter, backend="c"):
         self._parsed: Model | None = model
         self._resized: dict[tuple[int, int], tuple[int, ...]] = {}  # (subgraph, input) -> shape (resize_tensor_input)
         self._shadow: Interpreter | None = None  # the Python Interpreter answering the planner's questions
+        shapes = self._shape_arithmetic_shapes()
+        if shapes:  # the model's declared shapes are not the ones its shape arithmetic gives
+            from edge_sdk.model import write_model
+
+            self._load(write_model(_uint8.with_shapes(self.model, shapes)))
 
     def _load(self, data: bytes) -> None:
         """Hold ``data`` (the model bytes the C runtime loads, 16-byte aligned) and forget any earlier
@@ -547,6 +550,8 @@ class CInterpreter(Interpreter, backend="c"):
                                         "block_size": 0},
             "sparsity_parameters": {},
         }
+        if self.no_data(t, subgraph):  # our mark (LiteRT has none): get_tensor raises "Tensor data is null" for it
+            details["no_data"] = True
         return _uint8.details(details) if (subgraph, t) in self._uint8 else details
 
     def get_input_details(self) -> list[dict]:
@@ -577,10 +582,23 @@ class CInterpreter(Interpreter, backend="c"):
                              f"for input {tensor_index}.")
         view[...] = value
 
+    def no_data(self, tensor_index, subgraph_index: int = 0) -> str | None:
+        """As Interpreter.no_data: why the tensor holds no data in the C plan (a folded PAD's output), else None."""
+        t, s = int(tensor_index), int(subgraph_index)
+        if not self._ready or (s == 0 and t in self._staged):
+            return None
+        info = self._tensor(2 + s, t)
+        if info is None or info["data"] or TENSOR_TYPES.get(info["type"], (None, None))[1] is None:
+            return None
+        return folded_pad_output(self.model, self.folded_pads(), s, t) or "the C plan gives it no bytes"
+
     def get_tensor(self, tensor_index, subgraph_index: int = 0) -> np.ndarray:
         if not self._ready:
             raise ValueError(f"Tensor data is null for tensor {tensor_index}: call allocate_tensors() first")
         t, s = int(tensor_index), int(subgraph_index)
+        reason = self.no_data(t, s)
+        if reason:
+            raise ValueError(f"Tensor data is null for tensor {t}: {reason}")
         value = self._staged[t] if s == 0 and t in self._staged else self._view(t, s)
         return _uint8.to_uint8(value) if (s, t) in self._uint8 else np.array(value)
 
@@ -593,7 +611,7 @@ class CInterpreter(Interpreter, backend="c"):
         if status == STATUS["EDGE_LIMIT"]:  # a kernel stopped the invoke (WHILE's bound): the record names the node
             _, msg = self.error()
             raise ModelError(f"C runtime: {msg} (max_while_iterations={self.max_while_iterations})")
-        if status == STATUS["EDGE_BAD_INPUT"]:  # a position out of range (GATHER ...): node, tensor, element, value
+        if status == STATUS["EDGE_BAD_INPUT"]:  # a position out of range (GATHER ...), a run-time shape (RESHAPE ...)
             _, msg = self.error()
             raise DataError(f"C runtime: {msg} (run-time input)")
         raise RuntimeError(f"C runtime: {call} returned {status_name(status)}")
@@ -801,9 +819,9 @@ class CInterpreter(Interpreter, backend="c"):
         from edge_sdk.model import write_model
 
         self._resized[(s, t)] = shape
-        data = write_model(_with_shapes(model, self._resized))
-        self._load(data)
         self._shadow = None
+        data = write_model(_uint8.with_shapes(model, {**self._shape_arithmetic_shapes(), **self._resized}))
+        self._load(data)
         if self._planner_stage:  # the stage was chosen for the old shapes
             self._patch = self._stage_for(data)
 
@@ -838,6 +856,9 @@ class CInterpreter(Interpreter, backend="c"):
         def view() -> np.ndarray:
             if not self._ready:
                 raise ValueError("Tensor is unallocated: call allocate_tensors() first")
+            reason = self.no_data(t)
+            if reason:
+                raise ValueError(f"Tensor data is null for tensor {t}: {reason}")
             return self._staged[t] if t in self._staged else self._view(t)
 
         return view
@@ -956,6 +977,25 @@ class CInterpreter(Interpreter, backend="c"):
         C runtime's own prepare refuses is edge_sdk.targets.c_check.target_plan's ``refusals``."""
         return self._python(allocate=False).prepare_report()
 
+    def _shape_arithmetic_shapes(self) -> dict[tuple[int, int], tuple[int, ...]]:
+        """(subgraph, tensor) -> shape for every tensor whose shape the Python prepare, which evaluates shape
+        arithmetic (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE: shape_arithmetic.know_at_prepare), finds different from
+        the one the model declares, at this interpreter's input shapes. The C runtime's prepare sizes a RESHAPE /
+        TRANSPOSE_CONV whose shape input it cannot compute from the declared output shape (and checks it at every
+        invoke), so the model bytes it loads declare these. Empty for a model without SHAPE / RANK ops (nothing
+        to evaluate) or with legacy UINT8 tensors (loaded as presented by edge_sdk.runtime.uint8)."""
+        from edge_sdk.runtime import op_table
+
+        model = self.model
+        if self._uint8 or not any(op_table.row(code.name).shape_only for code in model.operator_codes):
+            return {}
+        try:
+            _, _, infos = self._python(allocate=False).prepare_report()
+        except ModelError:  # malformed: the C loader says what and where
+            return {}
+        return {(s, info.index): tuple(info.shape) for s, sg in enumerate(model.subgraphs) for info in infos[s]
+                if not info.is_const and tuple(info.shape) != tuple(sg.tensors[info.index].shape)}
+
     def _python(self, allocate: bool = True) -> Interpreter:
         """A Python Interpreter of the same model at the same input shapes (made once per shape)."""
         if self._shadow is None:
@@ -966,17 +1006,6 @@ class CInterpreter(Interpreter, backend="c"):
         if allocate:
             self._shadow.allocate_tensors()
         return self._shadow
-
-
-def _with_shapes(model: Model, shapes: dict[tuple[int, int], tuple[int, ...]]) -> Model:
-    """A copy of ``model`` whose tensors (subgraph, tensor) have these shapes (the rest shared, not copied)."""
-    out = copy.copy(model)
-    out.subgraphs = list(model.subgraphs)
-    for (s, t), shape in shapes.items():
-        sg = out.subgraphs[s] = copy.copy(out.subgraphs[s])
-        sg.tensors = list(sg.tensors)
-        sg.tensors[t] = dataclasses.replace(sg.tensors[t], shape=shape)
-    return out
 
 
 class CSignatureRunner:

@@ -31,7 +31,10 @@ allocate_tensors, step by step:
    written by an EARLIER one; an output is written by one operator only and is neither a constant nor a
    subgraph input), look its row up in ``edge_sdk.runtime.op_table`` (op and version), and call the row's prepare,
    which validates dtypes/options, sets the output shapes and returns the eval function. Errors name the
-   node (index, op, version) and its input dtype. A tensor nobody writes may be read (converters leave
+   node (index, op, version) and its input dtype. A prepared node whose outputs follow from shapes and
+   constants alone (SHAPE, RANK and the small arithmetic on them: know_at_prepare) is evaluated there and then,
+   so the nodes after it take those values as their parameters (a RESHAPE's new shape, FILL's dims) at any
+   input shape; the node still runs at every invoke. A tensor nobody writes may be read (converters leave
    such scratch tensors): it holds zeros. An output whose size depends on the data (the row's ``data_sized``:
    WHERE, UNIQUE) gets an empty placeholder shape, so no arena bytes; its eval sizes it (``DataSizedOutput``,
    LiteRT's dynamic tensor resized at eval) in its own array outside the arena. Supported only in subgraph 0 and
@@ -83,6 +86,7 @@ from edge_sdk.runtime import patching as _patching
 from edge_sdk.runtime import planner as _planner
 from edge_sdk.runtime import uint8 as _uint8
 from edge_sdk.runtime.planner import MAX_ARENA_BYTES, buffer_requests, check_memory
+from edge_sdk.runtime.shape_arithmetic import know_at_prepare
 from edge_sdk.runtime.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.runtime.kernels import blas as _blas
@@ -605,6 +609,7 @@ class Interpreter:
             if info.dtype is None:
                 raise node.unsupported(f"output {k} '{info.name}' has type {info.type}, which we cannot hold")
             written[info.index] = i
+        know_at_prepare(node)
 
     def _make_views(self, p: _Prepared, held: set = frozenset()) -> None:
         plan = p.plan
@@ -978,6 +983,8 @@ class Interpreter:
             },
             "sparsity_parameters": _sparsity_details(tensor.sparsity),
         }
+        if self.no_data(t, s):  # our mark (LiteRT has none): get_tensor raises "Tensor data is null" for it
+            details["no_data"] = True
         return _uint8.details(details) if (s, t) in self._uint8 else details
 
     def get_input_details(self) -> list[dict]:
@@ -1023,13 +1030,23 @@ class Interpreter:
             raise ValueError(f"Cannot set tensor: tensor {t} '{info.name}' is a constant")
         view[...] = value
 
+    def no_data(self, tensor_index, subgraph_index: int = 0) -> str | None:
+        """Why the tensor holds no data after allocate_tensors (get_tensor raises LiteRT's "Tensor data is null"
+        for it, get_tensor_details marks it ``no_data``), else None: a tensor a delegate keeps to itself, or the
+        output of a PAD folded into the conv that reads it (never computed)."""
+        t, s = int(tensor_index), int(subgraph_index)
+        p = self._p
+        if p is None:
+            return None
+        if (s, t) in p.held:
+            return f"it lives inside the {p.held[(s, t)]} (only tensors crossing partitions are readable)"
+        return folded_pad_output(self._model, p.pad_folds, s, t)
+
     def get_tensor(self, tensor_index, subgraph_index: int = 0) -> np.ndarray:
         t, s = self._check_index(tensor_index, subgraph_index)
-        if self._p is not None and (s, t) in self._p.held:
-            raise ValueError(
-                f"Tensor data is null for tensor {t}: it lives inside the {self._p.held[(s, t)]} "
-                "(only tensors crossing partitions are readable)"
-            )
+        reason = self.no_data(t, s)
+        if reason:
+            raise ValueError(f"Tensor data is null for tensor {t}: {reason}")
         if self._p is None or self._p.views[s][t] is None:
             raise ValueError(f"Tensor data is null for tensor {t}: call allocate_tensors() first")
         if (s, t) in self._uint8:
@@ -1044,6 +1061,9 @@ class Interpreter:
         def view() -> np.ndarray:
             if self._p is None:
                 raise ValueError("Tensor is unallocated: call allocate_tensors() first")
+            reason = self.no_data(t)
+            if reason:
+                raise ValueError(f"Tensor data is null for tensor {t}: {reason}")
             return self._user_view(0, t)
 
         return view
@@ -1161,6 +1181,17 @@ class DataSizedOutput:
             self.views[self.info.index] = np.zeros(shape, self.info.dtype)
             self.info.shape = shape
         return self.views[self.info.index]
+
+
+def folded_pad_output(model: Model, pad_folds, s: int, t: int) -> str | None:
+    """When tensor t of subgraph s is the output of a PAD in ``pad_folds`` ((subgraph, node) pairs: folded into the
+    conv that reads it, never run), the reason it holds no data; else None."""
+    for fs, k in pad_folds:
+        op = model.subgraphs[fs].operators[k]
+        if fs == s and op.outputs and op.outputs[0] == t:
+            return (f"node {k} ({model.op_name(op)}) that writes it is folded into the convolution that reads it "
+                    "(the conv pads its input itself), so it is never computed")
+    return None
 
 
 def _no_step(_inputs, _outputs) -> None:

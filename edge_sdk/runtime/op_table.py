@@ -90,6 +90,9 @@ class OpRow:
     join: bool = False  # joins parts under one scale (CONCATENATION, PACK): a part may be crushed
     moves_values: bool = False  # values unchanged, only their positions (RESHAPE, TRANSPOSE, ...)
     random: bool = False  # draws random numbers: never computed ahead of time
+    # shape_only: output 0 depends on the input's shape, not its values (SHAPE, RANK): known at prepare, so the
+    # shape arithmetic after it is too (shape_arithmetic.know_at_prepare)
+    shape_only: bool = False
     # distribution: output 0 is a probability distribution (or its log) over the last axis (SOFTMAX, LOG_SOFTMAX):
     # the quantizer's accuracy guard compares its argmax beside its SNR
     distribution: bool = False
@@ -393,7 +396,7 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("EXPAND_DIMS",                  "shape:prepare_expand_dims",        2,
           family='reshape', quant='same:0', int16='pass', moves_values=True, uint8=True, identity='always'),
     OpRow("SHAPE",                        "shape:prepare_shape",              2,
-          quant='index'),
+          quant='index', shape_only=True),
     OpRow("CONCATENATION",                "shape:prepare_concatenation",      7,
           quant='shared', int16='op', q_versions=(2, 3), join=True, axis='input', uint8=True, identity='one_input',
           transpose_sink='axis'),
@@ -431,7 +434,7 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("FILL",                         "fill:prepare_fill",                5),
     OpRow("RANGE",                        "fill:prepare_range",               2),
     OpRow("RANK",                         "fill:prepare_rank",                1,
-          quant='index'),
+          quant='index', shape_only=True),
     OpRow("SPACE_TO_BATCH_ND",            "movement:prepare_space_to_batch_nd", 4,
           quant='same:0', q_versions=(2, 4)),
     OpRow("BATCH_TO_SPACE_ND",            "movement:prepare_batch_to_space_nd", 4,

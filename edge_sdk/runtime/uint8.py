@@ -154,9 +154,12 @@ def _requantize_concat_inputs(model: Model, chosen: set) -> None:
 # it the presented bytes from here, and flips the presented inputs / outputs at its boundary (``c_io``).
 def c_model(model: Model | None, data: bytes) -> tuple[Model | None, bytes, frozenset]:
     """(model, bytes) the C runtime loads: ``data`` (the .tflite's bytes; ``model`` its Model when the caller has
-    it) with the legacy UINT8 tensors presented as INT8 (``present``), and the presented (subgraph, tensor) pairs.
-    A model without them comes back as it is (and unreadable bytes too: the C loader names what is wrong)."""
+    it) with the legacy UINT8 tensors presented as INT8 (``present``) and the shapes its shape arithmetic gives
+    declared (edge_sdk.runtime.shape_arithmetic.declared_shapes: the C kernels size a RESHAPE from its declared
+    output when its shape input is computed), and the presented (subgraph, tensor) pairs. A model needing neither
+    comes back as it is (and unreadable bytes too: the C loader names what is wrong)."""
     from edge_sdk.model import read_model, write_model
+    from edge_sdk.runtime.shape_arithmetic import declared_shapes
 
     if model is not None:
         source = model
@@ -166,9 +169,25 @@ def c_model(model: Model | None, data: bytes) -> tuple[Model | None, bytes, froz
         except Exception:  # the C loader reports a malformed file in its own words (edge_load's status)
             return None, data, frozenset()
     presented, chosen = present(source)
-    if not chosen:
+    shapes = declared_shapes(presented)
+    if shapes:
+        presented = with_shapes(presented, shapes)
+    if not chosen and not shapes:
         return model, data, chosen
     return presented, write_model(presented), chosen
+
+
+def with_shapes(model: Model, shapes: dict[tuple[int, int], tuple[int, ...]]) -> Model:
+    """A copy of ``model`` whose tensors (subgraph, tensor) have these shapes (the rest shared, not copied)."""
+    import dataclasses
+
+    out = copy.copy(model)
+    out.subgraphs = list(model.subgraphs)
+    for (s, t), shape in shapes.items():
+        sg = out.subgraphs[s] = copy.copy(out.subgraphs[s])
+        sg.tensors = list(sg.tensors)
+        sg.tensors[t] = dataclasses.replace(sg.tensors[t], shape=shape)
+    return out
 
 
 def c_bytes(model_or_data) -> tuple[bytes, frozenset]:
@@ -177,8 +196,7 @@ def c_bytes(model_or_data) -> tuple[bytes, frozenset]:
     if isinstance(model_or_data, Model):
         from edge_sdk.model import write_model
 
-        presented, chosen = present(model_or_data)
-        return write_model(presented), chosen
+        return c_model(model_or_data, write_model(model_or_data))[1:]
     _, data, chosen = c_model(None, bytes(model_or_data))
     return data, chosen
 
@@ -192,8 +210,9 @@ def c_path(path) -> tuple["Path", frozenset]:
     from edge_sdk.resources import cached_copy
 
     path = Path(path)
-    data, chosen = c_bytes(path.read_bytes())
-    if not chosen:
+    original = path.read_bytes()
+    data, chosen = c_bytes(original)
+    if data is original:
         return path, chosen
     return cached_copy("uint8", path.name, data), chosen
 

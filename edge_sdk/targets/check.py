@@ -466,7 +466,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     # switches; the interpreter's nodes, edge_sdk.runtime.uint8)
     _, presented, uint8_pairs = c_model(model, data)  # the Model read above: no second parse
     uint8_note = c_io_note(model, uint8_pairs)
-    if uint8_pairs:
+    if presented is not data:  # legacy UINT8 presented, or the shapes of shape arithmetic declared
         model, model_bytes, data = read_model(presented), len(presented), presented
     digest = hashlib.sha256(data).hexdigest()
     nodes, failures, infos = _cached(("prepare", digest), lambda: prepare_nodes(model))

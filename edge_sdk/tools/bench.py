@@ -442,7 +442,8 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
     """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None;
     ``trace``/``csv``/``plot``: paths on this machine for the per-op Chrome trace, CSV and PNG (write_op_files).
     ``input_shapes`` (`--input-shape`): the model is shaped here (edge_sdk.model.input_shapes) and that copy
-    benchmarked (copied to the device when it runs there). ``inputs`` (`--inputs`, here only): run_benchmark's."""
+    benchmarked (copied to the device when it runs there). ``inputs`` (`--inputs`): run_benchmark's; with ``host`` the file is checked here, shapes the model copy
+    here (its dynamic sizes) and is copied to the device, whose benchmark is fed it."""
     from edge_sdk.model.input_shapes import shaped_model, shaped_model_path
 
     if runs < 1:
@@ -453,12 +454,12 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
         raise UsageError(f"--profile-runs must be >= 1, not {profile_runs}")
     if (trace or csv or plot) and backend == "litert":
         raise UsageError(f"--trace/--csv/--plot: {LITERT_NOTE}")  # refused before anything runs
-    if inputs is not None and host is not None:
-        raise UsageError("--inputs feeds a benchmark here; with --host the device runs seeded random inputs "
-                         "(drop --inputs, or benchmark here)")
     from edge_sdk.tools.run_backend import warn_nan_weights
 
-    if inputs is not None and host is None:  # the file's shapes fix the dynamic sizes: run_benchmark shapes it
+    if inputs is not None and host is not None:  # checked and shaped here; the device gets the file and the shaped copy
+        model, input_shapes = _shaped_by_file(model, inputs, input_shapes)
+        warn_nan_weights(Path(model).read_bytes(), model)
+    elif inputs is not None and host is None:  # the file's shapes fix the dynamic sizes: run_benchmark shapes it
         warn_nan_weights(bytes(model) if isinstance(model, (bytes, bytearray, memoryview)) else
                          Path(model).read_bytes(), "<bytes>" if isinstance(model, (bytes, bytearray, memoryview))
                          else model)
@@ -475,6 +476,25 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
                     inputs is not None else None, inputs=inputs)
     write_op_files(report, trace=trace, csv=csv, plot=plot)
     return report
+
+
+def _shaped_by_file(model, inputs, input_shapes) -> tuple[Path, object]:
+    """`edge bench MODEL --host H --inputs FILE`: the model file shaped by --input-shape and, for the dynamic sizes
+    it leaves open, by the file's arrays (as run_benchmark does here), and those shapes. A file that does not fit
+    the model is a UsageError naming it, before anything is copied."""
+    from edge_sdk.model import read_model
+    from edge_sdk.model.input_shapes import shaped_model_path
+
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        raise UsageError("--inputs with --host needs the model as a file")
+    path = Path(model)
+    if not path.is_file():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    if not Path(inputs).is_file():
+        raise FileNotFoundError(2, "No such file or directory", str(inputs))
+    parsed = read_model(path.read_bytes())
+    shapes = input_shapes_from(inputs, parsed, read_input_file(inputs, parsed, str(path)), input_shapes)
+    return shaped_model_path(path, shapes), shapes
 
 
 def write_op_files(report: dict, trace=None, csv=None, plot=None) -> None:
@@ -502,6 +522,7 @@ def _bench(model, host, *, runs, warmup, threads, backend, identity, accept_new_
     if host is None:
         return run_benchmark(model, runs=runs, warmup=warmup, threads=threads, backend=backend,
                              profile_runs=profile_runs, input_shapes=input_shapes, inputs=inputs)
+    from edge_sdk import log
     from edge_sdk.tools.deploy import REMOTE_DIR, parse_json, connection_for, sha256_file
     from edge_sdk.device.ssh import remote_command, require_openssh
 
@@ -523,7 +544,6 @@ def _bench(model, host, *, runs, warmup, threads, backend, identity, accept_new_
                               f"{label}` first")
         remote_model = where["found"]
         if remote_model is None:
-            from edge_sdk import log
             from edge_sdk.tools.deploy import PREPARE_SCRIPT, RENAME_SCRIPT
 
             log.stage(f"{label}: copying {model.name} for the benchmark")
@@ -534,6 +554,18 @@ def _bench(model, host, *, runs, warmup, threads, backend, identity, accept_new_
             conn.run_python(RENAME_SCRIPT, tmp, remote_model, python=python, what="installing the model copy")
         argv = [f"{where['base']}/venv/bin/python", "-m", "edge_sdk.tools.bench", remote_model, "--json",
                 "--runs", str(runs), "--warmup", str(warmup), "--backend", backend]
+        if inputs is not None:  # the real input data, copied beside the benchmark's models (named by its digest)
+            from edge_sdk.tools.deploy import PREPARE_SCRIPT, RENAME_SCRIPT
+
+            inputs = Path(inputs)
+            data_digest = sha256_file(inputs)
+            remote_inputs = f"{where['base']}/bench/inputs-{data_digest[:16]}{inputs.suffix.lower()}"
+            log.stage(f"{label}: copying {inputs.name} for the benchmark")
+            conn.run_python(PREPARE_SCRIPT, where["base"], "bench", python=python, what="preparing folders")
+            conn.upload(inputs, remote_inputs + ".part", python=python, sha256=data_digest)
+            conn.run_python(RENAME_SCRIPT, remote_inputs + ".part", remote_inputs, python=python,
+                            what="installing the input data")
+            argv += ["--inputs", remote_inputs]
         if threads:
             argv += ["--threads", str(threads)]
         if profile_runs is not None:

@@ -32,6 +32,11 @@ is run at that size, padded). A worker keeps one interpreter per batch size it u
 ``max_batch``; a smaller batch is padded up to the next). Models without a usable batch axis run one
 request at a time (``/health`` says ``"batching": false``).
 
+Dynamic shapes: a model with a -1 beyond an input's batch axis, served without ``input_shapes`` (`--input-shape`),
+takes each request at its own shape (any size where the shape signature says -1): a worker resizes an interpreter
+to it (keeping the last SHAPED_INTERPRETERS shapes' interpreters) and runs the request alone (no batching); a shape
+the model cannot run at is a 400 naming it.
+
 Runtime: ``backend`` "auto" (default) runs the model on the C runtime when it runs it (on Linux; the Python
 interpreter otherwise: edge_sdk.tools.run_backend), "python" or "c"; ``Server.runtime`` says which and why (and
 ``/health``: runtime, runtime_reason). Batching by resizing the batch axis needs the Python interpreter: with
@@ -65,6 +70,7 @@ from edge_sdk import timeouts as T
 from edge_sdk.errors import EdgeError, ModelError, UsageError
 
 LATENCY_WINDOW = 4096
+SHAPED_INTERPRETERS = 8  # a dynamic server's worker keeps interpreters for this many request shapes
 MAX_JSON_DEPTH = 64  # a tensor is at most rank 8 or so; anything deeper is not a request
 
 
@@ -202,9 +208,16 @@ class Server:
         check_labels_file(labels)
         from edge_sdk.model.input_shapes import shaped_model
 
+        from edge_sdk.model import read_model
+        from edge_sdk.model.input_shapes import dynamic_inputs
+
         self.content, self.name = _model_bytes(model)
-        # `--input-shape`: served at these input shapes (a -1 beyond the batch axis without one: UsageError)
-        self.content = shaped_model(self.content, input_shapes)
+        # `--input-shape`: served at these input shapes. Without it, an input with a -1 beyond its batch axis makes
+        # a dynamic server: each request runs at its own shape (an interpreter resized to it; _shaped_interpreter)
+        self.dynamic = {} if input_shapes is not None else {
+            name: sig for name, sig, _ in dynamic_inputs(read_model(self.content))}
+        if not self.dynamic:
+            self.content = shaped_model(self.content, input_shapes)
         self.input_shapes = input_shapes  # said when a request's shape is not the one the server was given
         self.host, self.requested_port = host, int(port)
         self.max_wait_s = float(max_wait_ms) / 1000.0
@@ -220,11 +233,22 @@ class Server:
         self.nan_weights = warn_nan_weights(self.content, self.name)  # served all the same; said once, in /health
         # the runtime (issue 16 point 5): auto = the C runtime when it runs the model; said at start-up, in /health
         self.runtime = choose_runtime(self.content, backend, num_threads=num_threads)
-        probe = _new_interpreter(self.content, num_threads=num_threads)  # fails here (ModelError) on a model we cannot run
+        if self.dynamic:  # its stored shape is a placeholder: nothing to allocate until a request gives one
+            from edge_sdk.runtime.interpreter import Interpreter
+
+            probe = Interpreter(model_content=self.content, num_threads=num_threads)
+        else:
+            probe = _new_interpreter(self.content, num_threads=num_threads)  # fails here on a model we cannot run
         self.inputs = probe.get_input_details()
         self.outputs = probe.get_output_details()
         self.batch_note = ""  # why max_batch > 1 was not honoured (a warning on stderr, once; in /health)
-        if max_batch > 1:
+        if self.dynamic and max_batch > 1:
+            self.batch_mode, fixed = "none", 1
+            names = ", ".join(f"'{n}' {list(sig)}" for n, sig in self.dynamic.items())
+            self.batch_note = (f"max batch 1, not {max_batch}: input {names} takes a size per request (no "
+                               "--input-shape): each request runs alone at its own shape")
+            log.warning(f"serve: {self.batch_note}")
+        elif max_batch > 1:
             self.batch_mode, fixed, why = _probe_batching(self.content, self.inputs, self.outputs)
             if self.batch_mode == "none":
                 self.batch_note = f"max batch 1, not {max_batch}: {why}"
@@ -277,6 +301,11 @@ class Server:
     def _make_pipeline(self, labels, task):
         from edge_sdk.tasks import pipeline as pl
 
+        if self.dynamic:  # no shape to build an image pipeline for: JSON / raw tensors only
+            if task or self.detection:
+                raise ModelError(f"{self.name}: a {task or 'detect'} pipeline needs fixed input shapes: give them "
+                                 "with --input-shape")
+            return None
         runner = pl.ModelRunner(self.content)
         try:
             kind = pl.model_task(runner, task)
@@ -436,7 +465,10 @@ class Server:
         k = len(batch)
         size = self._batch_size(k)
         try:
-            it = interpreters.get(size)
+            if self.dynamic:
+                it = self._shaped_interpreter([x.shape for x in batch[0].inputs], interpreters)
+            else:
+                it = interpreters.get(size)
             if it is None:
                 it = _new_interpreter(self.content, size if self.batch_mode == "resize" else None, self.num_threads,
                                       self.runtime.name)
@@ -450,6 +482,9 @@ class Server:
             outs = _run(it, xs)
             for i, item in enumerate(batch):
                 item.result = [o[i:i + 1] if size > 1 else o for o in outs]
+        except _Reject as exc:  # a dynamic server's request whose shape the model cannot run at
+            for item in batch:
+                item.error = (exc.status, exc.reason)
         except Exception as exc:  # noqa: BLE001 - a failing run answers 500 and the worker lives on
             log.warning(f"serve: a batch of {k} failed: {exc}")
             for item in batch:
@@ -460,6 +495,29 @@ class Server:
             self._batch_sizes[k] += 1
         for item in batch:
             item.event.set()
+
+    def _shaped_interpreter(self, shapes: list[tuple[int, ...]], interpreters: dict):
+        """A dynamic server's interpreter for one request's input shapes: resized to them and allocated, kept per
+        shape (the last SHAPED_INTERPRETERS shapes a worker ran). A shape the model cannot run at is the
+        request's fault: 400 naming it."""
+        from edge_sdk.errors import ModelError as _ModelError
+        from edge_sdk.runtime.interpreter import Interpreter
+
+        key = ("shapes", tuple(tuple(int(d) for d in sh) for sh in shapes))
+        it = interpreters.pop(key, None)
+        if it is None:
+            it = Interpreter(model_content=self.content, num_threads=self.num_threads, backend=self.runtime.name)
+            try:
+                for d, shape in zip(self.inputs, key[1]):
+                    it.resize_tensor_input(d["index"], list(shape))
+                it.allocate_tensors()
+            except _ModelError as exc:  # UnsupportedOpError too: a kernel that cannot take this shape
+                raise _Reject(400, f"input shapes {[list(sh) for sh in key[1]]}: the model cannot run at them "
+                                   f"({' '.join(str(exc).split())[:300]})") from None
+            while sum(1 for k in interpreters if isinstance(k, tuple)) >= SHAPED_INTERPRETERS:
+                del interpreters[next(k for k in interpreters if isinstance(k, tuple))]  # the oldest shape
+        interpreters[key] = it  # (re)inserted last: the most recently used
+        return it
 
     # ------------------------------------------------------------------ metrics
     def _count(self, key: str, n: int = 1) -> None:
@@ -527,11 +585,12 @@ class Server:
     def _sample(self, value, d: dict, raw: bool, what: str) -> np.ndarray:
         from edge_sdk.tasks.pipeline import to_input
 
-        want = tuple(int(v) for v in d["shape"])
         try:
             a = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError):
             raise _Reject(400, f"{what}: not a rectangular nested list of numbers") from None
+        want = self._wanted_shape(d, tuple(a.shape), what)
+        d = dict(d, shape=np.array(want, np.int32))  # a dynamic input's: this request's own
         # the sample alone (without its batch axis) only where that axis is 1: [8] is not a [4, 8] input
         if tuple(a.shape) != want and not (want and want[0] == 1 and tuple(a.shape) == want[1:]):
             given = " (the shape --input-shape gave this server; another size needs another server)" \
@@ -557,6 +616,19 @@ class Server:
             return to_input(a.astype(np.float32), d, what)
         except ModelError as exc:
             raise _Reject(400, str(exc)) from None
+
+    def _wanted_shape(self, d: dict, given: tuple[int, ...], what: str) -> tuple[int, ...]:
+        """The shape a request's array for input ``d`` runs at: the input's, or on a dynamic server the array's
+        own where the input's shape signature has -1 (with a leading batch axis of 1 added when it is missing);
+        an array that fits no such shape is a 400 naming the signature."""
+        if d["name"] not in self.dynamic:
+            return tuple(int(v) for v in d["shape"])
+        sig = tuple(int(v) for v in d["shape_signature"])
+        shape = (1,) + given if len(given) == len(sig) - 1 and sig and sig[0] in (1, -1) else given
+        if len(shape) != len(sig) or 0 in shape or any(g not in (-1, n) for g, n in zip(sig, shape)):
+            raise _Reject(400, f"{what}: shape {list(given)} does not fit input '{d['name']}' (shape signature "
+                               f"{list(sig)}: any size where it says -1)")
+        return shape
 
     def parse_json(self, body: bytes) -> tuple[list[np.ndarray], dict]:
         try:
@@ -613,7 +685,7 @@ class Server:
             dt = np.dtype(dtype_h.strip().lower())
         except (ValueError, TypeError):
             raise _Reject(400, f"bad X-Shape {shape_h!r} or X-Dtype {dtype_h!r}") from None
-        want = tuple(int(v) for v in d["shape"])
+        want = self._wanted_shape(d, shape, "X-Shape") if self.dynamic else tuple(int(v) for v in d["shape"])
         if shape != want and not (want and want[0] == 1 and shape == want[1:]):  # as _sample: a batch axis of 1
             raise _Reject(400, f"X-Shape {list(shape)} does not match input '{d['name']}' {list(want)}")
         in_dt = np.dtype(d["dtype"])
@@ -628,7 +700,7 @@ class Server:
             return [a]
         from edge_sdk.tasks.pipeline import to_input
 
-        return [to_input(a, d, "raw tensor")]
+        return [to_input(a, dict(d, shape=np.array(want, np.int32)), "raw tensor")]
 
     def answer(self, outs: list[np.ndarray], opts: dict) -> dict:
         from edge_sdk.tasks import pipeline as pl

@@ -2716,6 +2716,11 @@ char *edge_error_message(const edge_interp_t *it, char *buf, size_t len) {
             put_s(&o, " '");
             put_s(&o, tensor_name(it->model, e->subgraph, e->tensor));
             put_s(&o, "' UINT8");
+        } else if (e->status == EDGE_BAD_INPUT && e->subgraph >= 0 && e->subgraph < it->n_subgraphs &&
+                   e->tensor < it->subgraphs[e->subgraph].n_tensors) { /* the run-time input, by name */
+            put_s(&o, " '");
+            put_s(&o, tensor_name(it->model, e->subgraph, e->tensor));
+            put_s(&o, "'");
         }
         put_s(&o, ": ");
     }

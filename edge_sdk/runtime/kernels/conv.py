@@ -26,6 +26,7 @@ from numpy.lib.stride_tricks import as_strided
 from edge_sdk.runtime.kernels import hybrid, quant
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
 from edge_sdk.runtime.kernels.quant import Requantizer, check_activation, clip_into, float_clamp
+from edge_sdk.runtime.kernels.shape import run_time_shape_check
 
 # BLAS threads: the interpreter limits them once per invoke (edge_sdk.runtime.kernels.blas; one thread by default, as
 # the small GEMMs here run several times slower on OpenBLAS's thread pool when the machine is busy).
@@ -549,6 +550,21 @@ def macs_fully_connected(node: Node) -> int:
 
 
 def prepare_transpose_conv(node: Node):
+    """TRANSPOSE_CONV; an output_shape computed from data (not known at prepare) must hold the declared output shape
+    prepare sized the output with: checked at every invoke (a DataError naming the node and the tensor)."""
+    run = _transpose_conv_eval(node)
+    if node.input(0).known is not None:
+        return run
+    check = run_time_shape_check(node, 0, tuple(node.outputs[0].shape))
+
+    def checked(inputs, outputs):
+        check(inputs[0])
+        run(inputs, outputs)
+
+    return checked
+
+
+def _transpose_conv_eval(node: Node):
     node.expect_counts((3, 4), 1)
     shape_t, flt, inp, out = node.input(0), node.input(1), node.input(2), node.outputs[0]
     bias = node.inputs[3] if node.has_input(3) else None
@@ -563,12 +579,13 @@ def prepare_transpose_conv(node: Node):
     o, kh, kw, fc = flt.shape
     if fc != cin:
         raise node.error(f"filter depth {fc} differs from input depth {cin}")
-    if shape_t.is_const:
-        target = tuple(int(v) for v in np.asarray(shape_t.data).ravel())
+    if shape_t.known is not None:  # a constant, or shape arithmetic known at prepare
+        target = tuple(int(v) for v in np.asarray(shape_t.known).ravel())
     elif out.shape and all(d > 0 for d in out.shape):
-        target = tuple(out.shape)
+        target = tuple(out.shape)  # output_shape computed from data: checked at every invoke (prepare_transpose_conv)
     else:
-        raise node.unsupported("output_shape must be a constant tensor")
+        raise node.unsupported(f"output_shape '{shape_t.name}' is computed at run time from data and the model "
+                               "declares no usable output shape")
     if len(target) != 4 or target[0] != n or target[3] != o:
         raise node.error(f"output_shape {target} does not fit batch {n} and {o} filters")
     node.set_output_shape(0, target)

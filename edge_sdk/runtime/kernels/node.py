@@ -47,10 +47,20 @@ class TensorInfo:
     # an output whose size depends on the data (its op row's ``data_sized``): no arena bytes; eval sizes it through
     # the interpreter's DataSizedOutput (``resize(shape)``), and no op may read it (a model output, or unread)
     sized_at_eval: bool = False
+    # a tensor computed at run time whose value prepare already knows: shape arithmetic on SHAPE / RANK outputs and
+    # constants (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE, as PyTorch and onnx2tf exports write it), evaluated by
+    # the interpreter right after its node's prepare (shape_arithmetic.know_at_prepare); it still lives in the arena and
+    # its node still writes it at every invoke (the same value). None: unknown until run time.
+    value: np.ndarray | None = None
 
     @property
     def is_const(self) -> bool:
         return self.data is not None
+
+    @property
+    def known(self) -> np.ndarray | None:
+        """The value prepare may rely on: the constant's, else the one known at prepare (``value``), else None."""
+        return self.data if self.data is not None else self.value
 
     @property
     def quantized(self) -> bool:
@@ -165,13 +175,14 @@ class Node:
 
     def constant_values(self, i: int, what: str, allowed: tuple[str, ...]) -> np.ndarray:
         """The values of input ``i`` (flattened) when prepare needs them (axes, sizes, paddings, thresholds): a
-        constant of a type in ``allowed``; a tensor computed at run time is an UnsupportedOpError."""
+        constant of a type in ``allowed``, or a tensor whose value is known at prepare (``TensorInfo.known``: shape
+        arithmetic); any other tensor computed at run time is an UnsupportedOpError."""
         t = self.input(i)
         self.expect_types(t, allowed, what)
-        if not t.is_const:
-            raise self.unsupported(f"{what} tensor '{t.name}' is computed at run time; only a constant tensor is "
-                                   "supported")
-        return np.asarray(t.data).reshape(-1)
+        if t.known is None:
+            raise self.unsupported(f"{what} tensor '{t.name}' is computed at run time from data; only a constant "
+                                   "tensor or one computed from shapes and constants is supported")
+        return np.asarray(t.known).reshape(-1)
 
     def constant_scalar(self, i: int, what: str, allowed: tuple[str, ...]):
         """The one value of constant input ``i`` (``constant_values``; holding another count is a model error)."""

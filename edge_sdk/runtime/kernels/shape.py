@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.errors import DataError
 from edge_sdk.runtime.kernels.movement import position_out_of_range
 from edge_sdk.runtime.kernels.node import Eval, Node, TensorInfo
 
@@ -82,12 +83,19 @@ def _same_quantization(a: TensorInfo, b: TensorInfo) -> bool:
 
 
 def prepare_reshape(node: Node) -> Eval:
+    """The new shape: input 1 when its value is known at prepare (a constant, or shape arithmetic:
+    ``TensorInfo.known``), else ReshapeOptions.new_shape, else the model's declared output shape. A shape input
+    computed from data is checked at every invoke against the shape prepared (LiteRT sizes the output from it
+    there; a different one is a DataError naming the node and the tensor, never a silently mislabelled output)."""
     x, y = _data_input(node, (1, 2), _COPY_TYPES), node.outputs[0]
     new_shape = None
+    run_time = None  # the shape input when only the invoke knows its value
     if node.has_input(1):
         s = node.inputs[1]
-        if s.is_const and len(s.shape) == 1:
-            new_shape = [int(v) for v in np.asarray(s.data).reshape(-1)]
+        if s.known is not None and len(s.shape) == 1:
+            new_shape = [int(v) for v in np.asarray(s.known).reshape(-1)]
+        elif s.known is None and len(s.shape) == 1 and s.shape[0] > 0:
+            run_time = s
     if new_shape is None:
         opt = node.options.get("new_shape") or []
         if opt:
@@ -99,13 +107,14 @@ def prepare_reshape(node: Node) -> Eval:
         elif not node.has_input(1):
             new_shape = list(y.shape)
     if new_shape is None:
-        # The shape comes from a tensor computed at run time. TFLM trusts the output shape the model
-        # declares; do the same when it is fully known and holds the same number of elements.
+        # The shape comes from a tensor computed at run time from data. TFLM trusts the output shape the model
+        # declares; do the same when it is fully known and holds the same number of elements (checked at invoke).
         declared = list(y.shape)
         if declared and all(d >= 0 for d in declared) and int(np.prod(declared)) == x.size:
             new_shape = declared
         else:
-            raise node.unsupported("the new shape is computed at run time and the model declares no usable output shape")
+            raise node.unsupported(f"the new shape '{node.inputs[1].name}' is computed at run time from data and "
+                                   "the model declares no usable output shape")
     if new_shape.count(-1) > 1:
         raise node.error(f"new shape {new_shape} has more than one -1")
     if -1 in new_shape:
@@ -116,7 +125,38 @@ def prepare_reshape(node: Node) -> Eval:
     if any(d < 0 for d in new_shape) or int(np.prod(new_shape, dtype=np.int64)) != x.size:
         raise node.error(f"cannot reshape {x.shape} ({x.size} elements) to {tuple(new_shape)}")
     node.set_output_shape(0, new_shape)
-    return _copy_eval(tuple(new_shape))
+    if run_time is None or len(run_time.shape) != 1 or run_time.shape[0] != len(new_shape):
+        if run_time is not None:
+            raise node.unsupported(f"the new shape '{run_time.name}' is computed at run time from data and holds "
+                                   f"{run_time.shape[0]} dimensions; the output is declared {tuple(new_shape)}")
+        return _copy_eval(tuple(new_shape))
+    check = run_time_shape_check(node, 1, tuple(new_shape), x.size)
+    copy = _copy_eval(tuple(new_shape))
+
+    def run(inputs, outputs):
+        check(inputs[1])
+        copy(inputs, outputs)
+
+    return run
+
+
+def run_time_shape_check(node: Node, i: int, shape: tuple[int, ...], elements: int | None = None):
+    """A check for eval: input ``i`` (a shape computed at run time from data) holds ``shape``, the one prepare sized
+    the output with (one -1 resolved against ``elements`` when given, as RESHAPE does); else a DataError naming the
+    node, the tensor and both shapes: the output would be sized wrong, silently."""
+    where, name = node.where(), node.inputs[i].name
+
+    def check(values: np.ndarray) -> None:
+        got = [int(v) for v in np.asarray(values).reshape(-1)]
+        if elements is not None and got.count(-1) == 1:
+            rest = int(np.prod([d for d in got if d != -1], dtype=np.int64))
+            got[got.index(-1)] = elements // rest if rest else -1
+        if tuple(got) != shape:
+            raise DataError(f"{where}: shape tensor '{name}' holds {[int(v) for v in np.asarray(values).reshape(-1)]} "
+                            f"at run time, but the output was sized {list(shape)} at prepare (from the model's "
+                            "declared shape): this runtime sizes outputs before the first invoke")
+
+    return check
 
 
 def prepare_squeeze(node: Node) -> Eval:

@@ -1,7 +1,9 @@
 /* RESHAPE: the same bytes under a new shape. The new shape comes from a constant 1-D shape input, else
  * ReshapeOptions.new_shape, else the model's declared output shape (edge_sdk/runtime/kernels/shape.py
  * prepare_reshape, TFLM reshape_common.cc); one -1 entry is inferred. Eval copies the bytes (the plan may
- * give input and output different places). Refusal reasons leave the op's name to the error message's node
+ * give input and output different places). A shape input computed at run time (from data: the host resolves shape
+ * arithmetic before the C runtime loads the model) must hold the declared shape: eval checks it, and a different
+ * one stops the invoke with EDGE_BAD_INPUT (LiteRT would resize the output; this runtime plans before invoke). Refusal reasons leave the op's name to the error message's node
  * prefix ("node 3 (RESHAPE code 22 v1): ...").
  */
 #include <string.h>
@@ -56,13 +58,19 @@ edge_status_t edge_prepare_reshape(edge_node_t *node, edge_ctx_t *ctx) {
         }
     }
     if (n < 0) {
-        /* shape computed at run time: trust a fully known declared output shape with the same size */
+        /* shape computed at run time: trust a fully known declared output shape with the same size (eval checks
+         * the shape tensor against it: reshape_shape_differs) */
         if (y->rank > 0 && edge_tensor_elements(y) == elems) {
             src = y->dims;
             n = y->rank;
         } else {
             return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "new shape computed at run time, no usable declared shape");
         }
+    }
+    if (shape_t && !shape_t->is_const && shape_t->rank == 1 && shape_t->dims[0] > 0) {
+        if (shape_t->type != EDGE_INT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "a run-time shape must be INT32");
+        if (shape_t->dims[0] != n)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "the run-time shape's length differs from the declared output rank");
     }
     if (n > RESHAPE_MAX_RANK) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "rank above 8");
     for (k = 0; k < n; k++) {
@@ -87,8 +95,36 @@ edge_status_t edge_prepare_reshape(edge_node_t *node, edge_ctx_t *ctx) {
     return edge_set_output_shape(ctx, node, 0, shape, n);
 }
 
+/* A shape input computed at run time (prepare checked: INT32, one value per output dim) against the output shape
+ * prepared (one -1 resolved from the element count): the first differing element, else -1. */
+static int32_t reshape_shape_differs(const edge_tensor_t *shape_t, const edge_tensor_t *y) {
+    const int32_t *v = (const int32_t *)shape_t->data;
+    int64_t rest = 1, elems = edge_tensor_elements(y), got;
+    int32_t k, infer = -1;
+    for (k = 0; k < y->rank; k++) {
+        if (v[k] == -1 && infer < 0) infer = k;
+        else if (v[k] < 0) return k;
+        else if ((rest *= v[k]) > ((int64_t)1 << 32)) return k;
+    }
+    for (k = 0; k < y->rank; k++) {
+        got = v[k];
+        if (k == infer) /* 32-bit divide (no 64-bit divide linked on the boards); prepare kept elems below 2^32 */
+            got = rest > 0 && rest < ((int64_t)1 << 32) ? (int64_t)((uint32_t)elems / (uint32_t)rest) : -1;
+        if (got != y->dims[k]) return k;
+    }
+    return -1;
+}
+
 void edge_eval_reshape(const edge_node_t *node, edge_ctx_t *ctx) {
-    const edge_tensor_t *x = edge_in(ctx, node, 0);
+    const edge_tensor_t *x = edge_in(ctx, node, 0), *shape_t = edge_in(ctx, node, 1);
     edge_tensor_t *y = edge_out(ctx, node, 0);
+    if (shape_t && !shape_t->is_const && shape_t->rank == 1 && shape_t->dims[0] > 0) {
+        int32_t k = reshape_shape_differs(shape_t, y);
+        if (k >= 0) {
+            EDGE_EVAL_BAD_INPUT(ctx, node, 1, k, ((const int32_t *)shape_t->data)[k],
+                                "RESHAPE: the run-time shape differs from the output shape prepared");
+            return;
+        }
+    }
     if (y->data != x->data) memmove(y->data, x->data, y->bytes);
 }

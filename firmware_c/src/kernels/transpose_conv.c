@@ -13,7 +13,8 @@
  *    lacks): each batch image quantized asymmetric (eh_quantize_row), every input element's (q - zp) * w, as
  *    float32 times the channel's scale (one per tensor repeated) times the image's scale, added into the zeroed
  *    float32 output in the input's order (y, x, c, then the taps), then + bias and the clamp (hybrid.py).
- * The output shape comes from the constant output_shape tensor (else the model's declared output shape).
+ * The output shape comes from the constant output_shape tensor (else the model's declared output shape, which an
+ * output_shape computed at run time must hold: eval checks it, EDGE_BAD_INPUT naming the element that differs).
  *
  * Fast path (EDGE_SIMD, a CPU level with a GEMM; int8 and float32, constant filter and bias): when the stride
  * equals the filter (kh == sh, kw == sw: U-Net's 2x2 s2 up-sampling) with no padding and the output exactly
@@ -169,7 +170,9 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
         if (shp->type != EDGE_INT32 || edge_tensor_elements(shp) != 4)
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: output_shape must be 4 INT32 values");
         memcpy(target, shp->data, sizeof target);
-    } else {
+    } else { /* computed at run time from data: the declared shape, checked at every eval (tc_shape_differs) */
+        if (shp->type != EDGE_INT32 || edge_tensor_elements(shp) != 4)
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: output_shape must be 4 INT32 values");
         if (out->rank != 4) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "TRANSPOSE_CONV: output_shape must be a constant tensor");
         for (k = 0; k < 4; k++) {
             target[k] = out->dims[k];
@@ -430,10 +433,27 @@ static void tc_simd(const tc_data_t *d, const void *x, void *y, size_t esize, vo
 }
 #endif
 
+/* An output_shape computed at run time against the output shape prepared: the first differing element, else -1. */
+static int32_t tc_shape_differs(const edge_tensor_t *shp, const edge_tensor_t *out) {
+    int32_t k;
+    for (k = 0; k < 4; k++)
+        if (((const int32_t *)shp->data)[k] != out->dims[k]) return k;
+    return -1;
+}
+
 void edge_eval_transpose_conv(const edge_node_t *node, edge_ctx_t *ctx) {
     const tc_data_t *d = (const tc_data_t *)node->user_data;
     const edge_tensor_t *w = edge_in(ctx, node, 1), *in = edge_in(ctx, node, 2), *bt = edge_in(ctx, node, 3);
+    const edge_tensor_t *shp = edge_in(ctx, node, 0);
     edge_tensor_t *out = edge_out(ctx, node, 0);
+    if (!shp->is_const) { /* LiteRT would resize the output to it; this runtime sized it at prepare */
+        int32_t k = tc_shape_differs(shp, out);
+        if (k >= 0) {
+            EDGE_EVAL_BAD_INPUT(ctx, node, 0, k, ((const int32_t *)shp->data)[k],
+                                "TRANSPOSE_CONV: the run-time output_shape differs from the output shape prepared");
+            return;
+        }
+    }
 #if EDGE_SIMD
     if (d->qtap) {
         tc_simd(d, in->data, out->data, 1, edge_scratch(ctx, node, d->scratch));
