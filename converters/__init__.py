@@ -29,7 +29,7 @@ from converters.evaluate import DETECTIONS_GOAL, MAP_IOU_GOAL, TOP1_GOAL
 from edge_sdk.errors import ConversionError, ModelError
 
 QUANTIZE_MODES = ("int8", "int16x8", "fp16", "dynamic", "none")
-CALIB_METHODS = ("auto", "minmax", "percentile", "mse")
+CALIB_METHODS = ("auto", "minmax", "percentile", "mse", "least-error")
 IO_TYPES = ("int8", "float32")
 PRECISIONS = ("auto", "int8")
 MIN_SNR_DB = 30.0
@@ -391,9 +391,10 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     "int16x8", "fp16", "dynamic" or "none".
     calibration: anything ``converters.calibration.calibration_data`` reads (folder of images, .npy/.npz, an
     array or iterable of samples); an .npz with ``x`` and ``y`` (evaluation format) gives its ``x``.
-    calib_method: the activation ranges: "minmax" (the default), "percentile", "mse", or "auto" (min / max unless a
+    calib_method: the activation ranges: "minmax" (the default), "percentile", "mse", "auto" (min / max unless a
     least-error (MSE) or percentile set measures clearly better at the outputs; the report and the manifest say
-    which). equalize / bias_correction (int8,
+    which), or "least-error" (each tensor's range among those by the error it causes in the ops reading it,
+    ``converters.quantize.least_error``; the report's calibration counts the choices). equalize / bias_correction (int8,
     int16x8): cross-layer equalization of conv -> conv pairs and the int8 layers' bias correction
     (``converters.quantize.quantize``; both on by default, the report's notes say what they did).
     io: "int8" or "float32" model inputs/outputs for integer modes. labels: a list or a file (one per line).
