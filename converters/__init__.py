@@ -574,7 +574,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         log.stage("checking that the dynamic input dims resize")
         given = input_shapes.keys() if isinstance(input_shapes, dict) else import_notes["open_dims"].keys() \
             if input_shapes is not None else ()
-        notes += dynamic_dims.settle(model, import_notes["open_dims"], convert_at, given)
+        import_notes["dynamic_dims"] = dynamic_dims.settle(model, import_notes["open_dims"], convert_at, given)
+        notes += import_notes["dynamic_dims"]
     float_model = model  # quantize reads it and builds a new Model; evaluation runs it as the reference
     float_figures = _parameters(float_model)
     pre = _preprocess(preprocess, float_model, nhwc_io)

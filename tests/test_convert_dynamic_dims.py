@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from converters import convert
+from converters.report import format_conversion
 from edge_sdk import ConversionError
 from edge_sdk.model import read_model
 
@@ -109,6 +110,7 @@ def test_named_dims_are_minus_one_and_the_model_runs_resized(dims, given, stored
     assert _signature(result.tflite) == (stored, signature)
     assert _signature(result.tflite, "outputs")[1] == signature[:-1] + (8,)
     assert any("-1 in the shape signature" in n for n in result.report["notes"])
+    assert "dims       input 'x'" in format_conversion(result.report)  # `edge convert` prints it
     for n in (3, 17):
         shape = tuple(n if s < 0 else s for s in signature)
         x = np.random.default_rng(n).standard_normal(shape).astype(np.float32)
