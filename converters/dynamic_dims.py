@@ -3,13 +3,14 @@
 An ONNX input dim named ("batch", "N", "seq"), left without a value, or of 0 is dynamic. The importer stores it at
 the given size (``--input-shape``) or 1 and folds the graph there; whether the converted model still computes the
 ONNX model at another size depends on what folded: a RESHAPE holding the sequence length, a PAD chosen for one
-input parity, a resize's output size. So convert() converts the model a second time with every dynamic dim doubled
+input parity, a resize's output size. So convert() converts the model again with each dynamic dim doubled
 (``settle``) and compares the two programs: the same operators, options and constants -- only tensor shapes
 differ -- means the first one, resized, is the second one. Then each input's dynamic axes (and every other tensor's
 axes that changed with them) get -1 in their shape signature, and the model runs after ``resize_tensor_input`` /
 ``--input-shape``. Otherwise the inputs stay static at their stored shape and a note names the first difference
 (an operator and what it holds); a dim that was only a placeholder 1 (no shape given, beyond the batch axis) is then
-the old error asking for ``--input-shape``.
+the old error asking for ``--input-shape``. Each dim name is probed on its own (a YOLO export's H and W may resize
+where its batch does not): one more conversion per name.
 
     notes = settle(float_model, import_notes["open_dims"], convert_at)   # convert_at(shapes) -> float Model
 """
@@ -21,15 +22,23 @@ import numpy as np
 from edge_sdk.errors import ConversionError, ModelError
 
 
-def probe_shapes(open_dims: dict) -> dict[str, tuple[int, ...]]:
-    """{input: its stored shape with each dynamic axis doubled} (the second conversion's input_shapes)."""
-    out = {}
+def dim_groups(open_dims: dict) -> dict[str, list[tuple[str, int]]]:
+    """{dim: [(input, axis), ...]}: the axes one name spans (a "seq" shared by two inputs moves together); an
+    unnamed dim (or one of 0) is a group of its own."""
+    groups: dict[str, list[tuple[str, int]]] = {}
     for name, info in open_dims.items():
-        shape = list(info["shape"])
-        for axis in info["dims"]:
-            shape[int(axis)] *= 2
-        out[name] = tuple(shape)
-    return out
+        for axis, dim in info["dims"].items():
+            key = dim if dim != "?" else f"{name}[{axis}]"
+            groups.setdefault(key, []).append((name, int(axis)))
+    return groups
+
+
+def probe_shapes(open_dims: dict, axes) -> dict[str, tuple[int, ...]]:
+    """{input: its stored shape with the given (input, axis) pairs doubled} (a probe conversion's input_shapes)."""
+    out = {name: list(info["shape"]) for name, info in open_dims.items()}
+    for name, axis in axes:
+        out[name][axis] *= 2
+    return {name: tuple(shape) for name, shape in out.items()}
 
 
 def _op_text(model, sg, i: int) -> str:
@@ -95,9 +104,9 @@ def _set_reshape_target(model, sg, op, target: list[int]) -> None:
 
 def free_reshapes(a, b) -> int:
     """A RESHAPE whose target differs between the two programs in one axis alone (the batch of an NHWC -> NCHW
-    output, a flattened sequence) gets -1 there in both: that axis takes what the others leave, at any size.
-    Returns how many were freed."""
-    freed = 0
+    output, a flattened sequence) gets -1 there in both: that axis takes what the others leave, at any size. A -1
+    an earlier probe put in ``a`` stands for any value of ``b``'s. Returns how many were changed."""
+    changed = 0
     for sa, sb in zip(a.subgraphs, b.subgraphs):
         if len(sa.operators) != len(sb.operators):
             continue
@@ -105,14 +114,18 @@ def free_reshapes(a, b) -> int:
             if a.op_name(oa) != "RESHAPE" or b.op_name(ob) != "RESHAPE":
                 continue
             ta, tb = _reshape_target(a, sa, oa), _reshape_target(b, sb, ob)
-            if ta is None or tb is None or len(ta) != len(tb) or -1 in ta or -1 in tb:
+            if ta is None or tb is None or len(ta) != len(tb) or -1 in tb or ta.count(-1) > 1:
                 continue
-            axes = [i for i, (x, y) in enumerate(zip(ta, tb)) if x != y]
-            if len(axes) == 1:
-                _set_reshape_target(a, sa, oa, [-1 if i == axes[0] else d for i, d in enumerate(ta)])
-                _set_reshape_target(b, sb, ob, [-1 if i == axes[0] else d for i, d in enumerate(tb)])
-                freed += 1
-    return freed
+            axes = [i for i, (x, y) in enumerate(zip(ta, tb)) if x != y and x != -1]
+            if not axes and ta != tb:  # differs only where a holds -1 already
+                _set_reshape_target(b, sb, ob, ta)
+                changed += 1
+            elif len(axes) == 1 and -1 not in ta:
+                target = [-1 if i == axes[0] else d for i, d in enumerate(ta)]
+                _set_reshape_target(a, sa, oa, target)
+                _set_reshape_target(b, sb, ob, target)
+                changed += 1
+    return changed
 
 
 def _mark_resizable(a, b) -> None:
@@ -136,32 +149,45 @@ def _shown(info: dict) -> str:
     return "[" + ", ".join(str(dims.get(i, d)) for i, d in enumerate(info["shape"])) + "]"
 
 
-def settle(model, open_dims: dict, convert_at, given=None) -> list[str]:
-    """Set ``model``'s shape signatures (in place) for the dynamic input dims ``open_dims`` (import_notes): -1 when
-    ``convert_at(shapes)`` -- the same conversion at other input shapes -- gives the same program, else static.
-    ``given``: the input names whose shape the user gave. Returns the notes for the report; raises the
-    ``--input-shape`` request when a placeholder dim (beyond the batch axis, no shape given) does not resize."""
-    given = set(given or ())
+def _probe(model, open_dims: dict, axes, convert_at):
+    """(the other program, None) when converting with ``axes`` doubled gives ``model``'s program, else (None, why)."""
     try:
-        other = convert_at(probe_shapes(open_dims))
+        other = convert_at(probe_shapes(open_dims, axes))
         why = _first_difference(model, other)
         if why is not None and free_reshapes(model, other):
             why = _first_difference(model, other)
     except (ConversionError, ModelError) as exc:
-        other, why = None, f"it does not convert at twice the size ({str(exc).splitlines()[0]})"
-    if why is None:
-        _mark_resizable(model, other)
-        return [f"input '{n}' {_shown(info)} stored as {list(info['shape'])}: -1 in the shape signature (the "
-                f"converted model resizes; --input-shape / resize_tensor_input set the size)"
-                for n, info in open_dims.items()]
+        return None, f"it does not convert at twice the size ({str(exc).splitlines()[0]})"
+    return (other, None) if why is None else (None, why)
+
+
+def settle(model, open_dims: dict, convert_at, given=None) -> list[str]:
+    """Set ``model``'s shape signatures (in place) for the dynamic input dims ``open_dims`` (import_notes), dim by
+    dim (``dim_groups``): -1 where ``convert_at(shapes)`` -- the same conversion with that dim doubled -- gives the
+    same program, else static. ``given``: the input names whose shape the user gave. Returns the notes for the
+    report; raises the ``--input-shape`` request when a placeholder dim (beyond the batch axis, no shape given)
+    does not resize."""
+    given = set(given or ())
+    results = {dim: _probe(model, open_dims, axes, convert_at) for dim, axes in dim_groups(open_dims).items()}
     _make_static(model)
-    placeholders = [n for n, info in open_dims.items() if n not in given and any(int(i) > 0 for i in info["dims"])]
-    if placeholders:
-        n = placeholders[0]
-        info = open_dims[n]
-        example = ",".join("D" if i in info["dims"] else str(d) for i, d in enumerate(info["shape"]))
-        raise ConversionError(f"input '{n}' has dynamic dims {_shown(info)}: give its shape with --input-shape "
-                              f"{n}:{example} (input_shapes={{'{n}': (...)}} in convert()); the converted model "
-                              f"does not resize: {why}")
-    return [f"input '{n}' {_shown(info)} is static at {list(info['shape'])} in the converted model (it does not "
-            f"resize: {why}); convert again with --input-shape for another size" for n, info in open_dims.items()]
+    notes = []
+    for dim, axes in dim_groups(open_dims).items():
+        other, why = results[dim]
+        where = ", ".join(f"input '{n}' {_shown(open_dims[n])} axis {a}" for n, a in axes)
+        if other is not None:
+            _mark_resizable(model, other)
+            notes.append(f"dim '{dim}' ({where}) stored as {open_dims[axes[0][0]]['shape'][axes[0][1]]}: -1 in the "
+                         "shape signature (the converted model resizes; --input-shape / resize_tensor_input set it)")
+            continue
+        placeholder = next(((n, a) for n, a in axes if n not in given and a > 0), None)
+        if placeholder is not None:
+            n = placeholder[0]
+            info = open_dims[n]
+            example = ",".join("D" if i in info["dims"] else str(d) for i, d in enumerate(info["shape"]))
+            raise ConversionError(f"input '{n}' has dynamic dims {_shown(info)}: give its shape with --input-shape "
+                                  f"{n}:{example} (input_shapes={{'{n}': (...)}} in convert()); the converted model "
+                                  f"does not resize along '{dim}': {why}")
+        notes.append(f"dim '{dim}' ({where}) is static at {open_dims[axes[0][0]]['shape'][axes[0][1]]} in the "
+                     f"converted model (it does not resize: {why}); convert again with --input-shape for another "
+                     "size")
+    return notes

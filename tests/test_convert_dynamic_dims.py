@@ -110,7 +110,7 @@ def test_named_dims_are_minus_one_and_the_model_runs_resized(dims, given, stored
     assert _signature(result.tflite) == (stored, signature)
     assert _signature(result.tflite, "outputs")[1] == signature[:-1] + (8,)
     assert any("-1 in the shape signature" in n for n in result.report["notes"])
-    assert "dims       input 'x'" in format_conversion(result.report)  # `edge convert` prints it
+    assert "dims       dim '" in format_conversion(result.report)  # `edge convert` prints it
     for n in (3, 17):
         shape = tuple(n if s < 0 else s for s in signature)
         x = np.random.default_rng(n).standard_normal(shape).astype(np.float32)
@@ -135,12 +135,19 @@ def test_an_image_model_resizes_in_litert_and_ours(stride):
         np.testing.assert_allclose(_run_litert(result.tflite, x_in).reshape(-1), want, rtol=1e-4, atol=1e-4)
 
 
-def test_a_stride_two_conv_converted_at_an_odd_size_stays_static():
+def test_a_stride_two_conv_converted_at_an_odd_size_keeps_h_and_w_static():
     """At 9x9 ONNX's pads (1, 1) are TFLite's SAME padding; at an even size SAME pads (0, 1): the converted model
-    would compute another thing there, so its inputs stay static."""
-    result = convert(conv_model(["N", 3, "H", "W"], 2), quantize="none", input_shapes={"x": (1, 3, 9, 9)})
-    assert _signature(result.tflite)[1] is None
-    assert any("does not resize" in n for n in result.report["notes"])
+    would compute another thing there, so H and W stay static; N, probed on its own, resizes."""
+    model = conv_model(["N", 3, "H", "W"], 2)
+    result = convert(model, quantize="none", input_shapes={"x": (1, 3, 9, 9)})
+    stored, sig = _signature(result.tflite)
+    assert sig is not None and sig[0] == -1 and sorted(sig[1:]) == [3, 9, 9], sig
+    static = [n for n in result.report["notes"] if "does not resize" in n]
+    assert len(static) == 2 and all("static at 9" in n for n in static), static
+    x = np.random.default_rng(2).standard_normal((3, 3, 9, 9)).astype(np.float32)
+    x_in = np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if stored[-1] == 3 else x
+    np.testing.assert_allclose(_run_resized(result.tflite, x_in, "python").reshape(-1),
+                               _onnx_run(model, x).reshape(-1), rtol=1e-4, atol=1e-4)
 
 
 def test_a_flattening_reshape_resizes():
