@@ -187,3 +187,32 @@ def test_int8_keeps_the_signature_and_runs_resized():
     assert got.shape == want.shape
     snr = 10 * np.log10(np.sum(want ** 2) / np.sum((got - want) ** 2))
     assert snr > 25, snr
+
+
+def test_a_torch_style_classifier_with_a_dynamic_batch_runs_at_batch_five():
+    """torch.onnx's flatten: Shape -> Gather(0) -> Unsqueeze -> Concat([n, -1]) -> Reshape before a Gemm. Folded at
+    batch 1 the RESHAPE holds [1, 256]; the probe at batch 2 frees its batch axis (-1), and the model runs at batch 5
+    in both edge-sdk runtimes and LiteRT as onnxruntime does."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "W"),
+             numpy_helper.from_array((rng.standard_normal((10, 256)) * 0.05).astype(np.float32), "G"),
+             numpy_helper.from_array(rng.standard_normal(10).astype(np.float32), "B"),
+             numpy_helper.from_array(np.array(0, np.int64), "i0"),
+             numpy_helper.from_array(np.array([0], np.int64), "ax"),
+             numpy_helper.from_array(np.array([-1], np.int64), "m1")]
+    nodes = [helper.make_node("Conv", ["x", "W"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Shape", ["r"], ["s"]), helper.make_node("Gather", ["s", "i0"], ["n"], axis=0),
+             helper.make_node("Unsqueeze", ["n", "ax"], ["nu"]),
+             helper.make_node("Concat", ["nu", "m1"], ["shape"], axis=0),
+             helper.make_node("Reshape", ["r", "shape"], ["f"]),
+             helper.make_node("Gemm", ["f", "G", "B"], ["y"], transB=1)]
+    model = _model(nodes, ["batch", 3, 8, 8], inits)
+    result = convert(model, quantize="none")
+    stored, sig = _signature(result.tflite)
+    assert sig == (-1,) + tuple(stored[1:]), sig
+    x = rng.standard_normal((5, 3, 8, 8)).astype(np.float32)
+    x_in = np.ascontiguousarray(x.transpose(0, 2, 3, 1)) if stored[-1] == 3 else x
+    want = _onnx_run(model, x)
+    for got in (_run_resized(result.tflite, x_in, "python"), _run_resized(result.tflite, x_in, "c"),
+                _run_litert(result.tflite, x_in)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
