@@ -29,7 +29,7 @@ from converters.evaluate import DETECTIONS_GOAL, MAP_IOU_GOAL, TOP1_GOAL
 from edge_sdk.errors import ConversionError, ModelError
 
 QUANTIZE_MODES = ("int8", "int16x8", "fp16", "dynamic", "none")
-CALIB_METHODS = ("auto", "minmax", "percentile", "mse")
+CALIB_METHODS = ("auto", "minmax", "percentile", "mse", "least-error")
 IO_TYPES = ("int8", "float32")
 PRECISIONS = ("auto", "int8")
 MIN_SNR_DB = 30.0
@@ -280,13 +280,24 @@ def _model_figures(model, data: bytes, check: dict | None) -> dict:
 _RUNTIME_WORDS = {"c": "C runtime", "python": "Python interpreter"}
 
 
+def _stored_shapes(model, read_model) -> dict | None:
+    """{input: its stored shape} for the inputs whose shape signature has a -1 (a dynamic dim the converted model
+    resizes at: converters.dynamic_dims): the target check judges the model at the size it was converted at."""
+    m = read_model(model) if isinstance(model, (bytes, bytearray, memoryview)) else model
+    sg = m.subgraphs[0]
+    shapes = {sg.tensors[t].name: tuple(sg.tensors[t].shape) for t in sg.inputs
+              if sg.tensors[t].shape_signature is not None and -1 in tuple(sg.tensors[t].shape_signature)}
+    return shapes or None
+
+
 def _check(model, profile, memory: str | None = None) -> dict:
     """The device-profile check (``edge_sdk.targets.check.check_model``) of ``model`` (.tflite bytes or a Model)
     against a loaded ``profile``, as plain data, plus ``reasons``: the message of every error (what makes the
     verdict "fails"; fallbacks to the CPU are problems but not reasons)."""
+    from edge_sdk.model import read_model
     from edge_sdk.targets.check import check_model
 
-    result = check_model(model, profile, memory=memory)
+    result = check_model(model, profile, memory=memory, input_shapes=_stored_shapes(model, read_model))
     data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
     problems = data.get("problems") or []
     data["reasons"] = [p.get("message", str(p)) if isinstance(p, dict) else str(p) for p in problems
@@ -380,9 +391,10 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     "int16x8", "fp16", "dynamic" or "none".
     calibration: anything ``converters.calibration.calibration_data`` reads (folder of images, .npy/.npz, an
     array or iterable of samples); an .npz with ``x`` and ``y`` (evaluation format) gives its ``x``.
-    calib_method: the activation ranges: "minmax" (the default), "percentile", "mse", or "auto" (min / max unless a
+    calib_method: the activation ranges: "minmax" (the default), "percentile", "mse", "auto" (min / max unless a
     least-error (MSE) or percentile set measures clearly better at the outputs; the report and the manifest say
-    which). equalize / bias_correction (int8,
+    which), or "least-error" (each tensor's range among those by the error it causes in the ops reading it,
+    ``converters.quantize.least_error``; the report's calibration counts the choices). equalize / bias_correction (int8,
     int16x8): cross-layer equalization of conv -> conv pairs and the int8 layers' bias correction
     (``converters.quantize.quantize``; both on by default, the report's notes say what they did).
     io: "int8" or "float32" model inputs/outputs for integer modes. labels: a list or a file (one per line).
@@ -409,8 +421,11 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     precision="int8" keeps every op integer. An output still short of ``min_snr`` raises ConversionError
     naming it and by how much (nothing is written) unless ``allow_lossy``, which keeps the model and says so
     in ``report["guard"]["lossy"]``.
-    input_shapes: ``{input name: shape}`` (or one shape for a one-input model) fixing an ONNX model's dynamic
-    input dims; a dynamic dim (other than the batch axis) left open is an error before any work is done.
+    input_shapes: ``{input name: shape}`` (or one shape for a one-input model): the stored shape of an ONNX model's
+    dynamic (named, unnamed or 0) input dims, 1 when not given. They stay -1 in the shape signature when the
+    converted model resizes (converted again at twice the size, the same program: converters.dynamic_dims); else
+    the model is static at the stored shape (a note says why), and a dim beyond the batch axis that was given no
+    shape is an error asking for it.
     input_values: ``{input name: value}`` pins ONNX inputs to constants (a number, a list, or the text of one as
     `edge convert --input-value NAME=VALUE` gives it; ``converters.import_onnx``): each leaves the model's inputs,
     and an ``If`` on it keeps one branch; ``report["import"]["pinned_inputs"]`` says which and to what.
@@ -524,7 +539,11 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         raise ConversionError(f"{name}: input_values (--input-value) pins inputs of an ONNX source; a .tflite "
                               "keeps its own inputs")
     if kind == "onnx":
-        model = importer(obj, input_shapes=input_shapes, input_values=input_values or None)
+        try:  # dynamic dims stored as given or 1, kept dynamic where the result resizes (converters.dynamic_dims)
+            model = importer(obj, input_shapes=input_shapes, input_values=input_values or None, open_dims=True)
+        except ConversionError:  # at a placeholder 1 it may not convert: the error without one (asks the shape)
+            importer(obj, input_shapes=input_shapes, input_values=input_values or None)
+            raise
     else:
         model = importer(read_source if read_source is not None else obj)
     import_notes = dict(getattr(model, "import_notes", {}) or {})  # what the importer rewrote (fp16 weights, ...)
@@ -545,6 +564,18 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
 
     model = optimize(model, nhwc_io=nhwc_io, fuse_gelu=_runs_gelu(profile))
     opt_notes = dict(getattr(model, "conversion_notes", {}) or {})
+    if import_notes.get("open_dims"):
+        from converters import dynamic_dims
+
+        def convert_at(shapes):
+            again = importer(obj, input_shapes=shapes, input_values=input_values or None)
+            return optimize(again, nhwc_io=nhwc_io, fuse_gelu=_runs_gelu(profile))
+
+        log.stage("checking that the dynamic input dims resize")
+        given = input_shapes.keys() if isinstance(input_shapes, dict) else import_notes["open_dims"].keys() \
+            if input_shapes is not None else ()
+        import_notes["dynamic_dims"] = dynamic_dims.settle(model, import_notes["open_dims"], convert_at, given)
+        notes += import_notes["dynamic_dims"]
     float_model = model  # quantize reads it and builds a new Model; evaluation runs it as the reference
     float_figures = _parameters(float_model)
     pre = _preprocess(preprocess, float_model, nhwc_io)

@@ -124,7 +124,7 @@ class _Unsupported(Exception):
     """One node cannot be mapped; the message is the reason."""
 
 
-def import_onnx(source, input_shapes=None, input_values=None) -> Model:
+def import_onnx(source, input_shapes=None, input_values=None, open_dims=False) -> Model:
     """An ONNX model (path, bytes or ``onnx.ModelProto``) as a float32 TFLite-semantics ``Model``.
 
     ``input_shapes``: ``{input name: shape}`` (or one shape for a one-input model) for inputs with dynamic
@@ -143,11 +143,16 @@ def import_onnx(source, input_shapes=None, input_values=None) -> Model:
     unrolled, or kept as IF / WHILE: those notes in ``"control_flow_kept"`` too) and ``"state"`` (recurrent nodes
     whose state comes from / goes to graph inputs / outputs).
 
+    ``open_dims=True`` (convert() sets it, then checks the result resizes: converters.dynamic_dims): a dynamic
+    dim beyond the batch axis without a given shape is stored as 1 instead of being an error, and every dynamic
+    input dim, given a shape or not, is listed in ``model.import_notes["open_dims"]`` ({input: {"dims": {axis: dim
+    name}, "shape": the stored shape}}).
+
     Raises ``edge_sdk.ConversionError`` listing every node that cannot be converted, and ``ModelError`` for a
     file that is not a valid ONNX model.
     """
     proto = _load(source)
-    return _Importer(proto, input_shapes, input_values).run()
+    return _Importer(proto, input_shapes, input_values, open_dims).run()
 
 
 def _load(source):
@@ -366,11 +371,13 @@ _ONE_TO_ONE = {
 
 
 class _Importer:
-    def __init__(self, proto, input_shapes=None, input_values=None):
+    def __init__(self, proto, input_shapes=None, input_values=None, open_dims=False):
         import onnx
 
         self.input_shapes = input_shapes
         self.input_values = input_values
+        self.store_open_dims = open_dims  # dynamic dims beyond the batch axis stored as 1, not refused
+        self.open_dims: dict[str, dict[int, str]] = {}  # input -> {axis: its dim_param, or "?"}: every dynamic dim
         self.notes: list[str] = []
         self.import_notes: dict = {}
         self.pinned: dict[str, np.ndarray] = {}
@@ -430,6 +437,9 @@ class _Importer:
         if self.quantized is not None and (self.quantized.source or self.quantized.rewritten):
             self.import_notes["quantized_source"] = self._given_quantization(model)
             model.given_quantization = dict(self.quantized.given)  # full arrays by ONNX value name
+        if self.store_open_dims and self.open_dims:
+            self.import_notes["open_dims"] = {k: {"dims": dict(v), "shape": [int(d) for d in self.shapes[k]]}
+                                              for k, v in self.open_dims.items() if k in self.shapes}
         model.import_notes = dict(self.import_notes)
         return model
 
@@ -1092,6 +1102,8 @@ class _Importer:
                 continue
             tt = vi.type.tensor_type
             dims = [_dim_text(d) for d in tt.shape.dim] if tt.HasField("shape") else None
+            if dims is not None and any(not d.isdigit() for d in dims):  # a dim_param, no dim or a dim of 0
+                self.open_dims[vi.name] = {i: d for i, d in enumerate(dims) if not d.isdigit()}
             if vi.name in given:
                 shape = given[vi.name]
                 if dims is not None:
@@ -1109,11 +1121,16 @@ class _Importer:
             if dims is None:
                 continue  # reported below: no shape declared
             open_dims = [i for i, d in enumerate(dims) if not d.isdigit()]
-            if [i for i in open_dims if i > 0]:
+            if self.store_open_dims and open_dims:
+                note = (f"input '{vi.name}' [{', '.join(dims)}]: its dynamic dims are stored as 1 (-1 in the shape "
+                        f"signature when the converted model resizes; {_shape_flag(vi.name, dims)} to store others)")
+                log.warning(note)
+                self.notes.append(note)
+            elif [i for i in open_dims if i > 0]:
                 which = ", ".join(f"{i} ({dims[i]})" for i in open_dims)
                 raise ConversionError(f"input '{vi.name}' has dynamic dims [{', '.join(dims)}] (axis {which}): give "
                                       f"its shape with {_shape_flag(vi.name, dims)}")
-            if open_dims:
+            elif open_dims:
                 note = (f"input '{vi.name}' [{', '.join(dims)}]: the dynamic batch dim '{dims[0]}' is set to 1 "
                         f"(kept as -1 in the shape signature: resizable at run time, as LiteRT's converter does; "
                         f"--input-shape {vi.name}:... to fix another)")

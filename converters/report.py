@@ -257,7 +257,8 @@ def format_guard(guard: dict | None) -> list[str]:
 
 def format_import(notes: dict | None) -> list[str]:
     """What the import resolved that changes the model's signature: the inputs pinned to constants (they are no
-    longer model inputs) and the control flow that folded because of them."""
+    longer model inputs), the dynamic input dims (-1 where the model resizes, else static: converters.dynamic_dims)
+    and the control flow that folded because of them."""
     if not notes:
         return []
     lines = []
@@ -266,6 +267,8 @@ def format_import(notes: dict | None) -> list[str]:
         plural = "s" if len(pinned) > 1 else ""
         lines.append("pinned     " + ", ".join(f"{k} = {v}" for k, v in pinned.items())
                      + f": constant{plural}, no longer model input{plural}")
+    for note in notes.get("dynamic_dims") or []:  # -1 in the signature where the model resizes, else static
+        lines.append(f"dims       {note}")
     kept = set(notes.get("control_flow_kept") or [])
     for note in notes.get("control_flow") or []:
         lines.append(f"{'control' if note in kept else 'folded':10s} {note}")

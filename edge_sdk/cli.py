@@ -1077,10 +1077,13 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--calib", help="calibration data: a folder of images, .npy or .npz (see below; needed for "
                    "int8 and int16x8, unless a quantized ONNX (QDQ) source gives every activation range; fp16 and "
                    "dynamic: the accuracy guard measures on it)")
-    p.add_argument("--calib-method", default="minmax", choices=["minmax", "percentile", "mse", "auto"],
-                   help="how activation ranges are taken from the calibration data (default minmax; auto: builds "
+    p.add_argument("--calib-method", default="minmax",
+                   choices=["minmax", "percentile", "mse", "auto", "least-error"], metavar="METHOD",
+                   help="minmax, percentile, mse, auto or least-error: how activation ranges are taken from the "
+                   "calibration data (default minmax; auto: builds "
                    "the model with each and keeps min/max unless another set measures 0.5 dB better; the report and "
-                   "the manifest name the one kept)")
+                   "the manifest name the one kept; least-error: each tensor's range by the error it causes in the "
+                   "ops that read it)")
     p.add_argument("--no-equalize", action="store_true",
                    help="int8 / int16x8: no cross-layer equalization of conv -> conv pairs (on by default; the "
                    "report lists the pairs it equalized)")

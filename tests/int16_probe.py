@@ -51,6 +51,9 @@ def single_op(op: str, seed: int = 0) -> tuple[bytes, tuple[int, ...]]:
     elif op in ("LOGISTIC", "TANH", "RELU", "RELU6", "RELU_N1_TO_1"):
         y = g.tensor("y", shape)
         g.op(op, [x], [y])
+    elif op == "PRELU":  # alpha per channel, both signs (a negative slope flips the sign)
+        y = g.tensor("y", shape)
+        g.op(op, [x, g.constant("alpha", (r.standard_normal((1, 1, 8)) * 0.5).astype(np.float32))], [y])
     elif op == "LEAKY_RELU":
         y = g.tensor("y", shape)
         g.op(op, [x], [y], alpha=0.1)
@@ -74,4 +77,4 @@ def single_op(op: str, seed: int = 0) -> tuple[bytes, tuple[int, ...]]:
 
 PROBED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "ADD", "SUB", "MUL",
           "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM", "MEAN", "SUM", "REDUCE_MAX", "SOFTMAX", "LOGISTIC", "TANH",
-          "RELU", "RELU6", "LEAKY_RELU", "BATCH_MATMUL", "CONCATENATION", "AVERAGE_POOL_2D", "MAX_POOL_2D")
+          "RELU", "RELU6", "LEAKY_RELU", "PRELU", "BATCH_MATMUL", "CONCATENATION", "AVERAGE_POOL_2D", "MAX_POOL_2D")

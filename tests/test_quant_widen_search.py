@@ -351,3 +351,32 @@ def test_a_figure_creeping_toward_its_goal_does_not_keep_the_rounds_going():
                    target="raspberry-pi-4", task_judge=_CreepingJudge())
     rounds = [s for s in res.report["guard"]["steps"] if s["step"].startswith("round ")]
     assert [s["task_figure"] for s in rounds] == pytest.approx([0.51, 0.52, 0.53]), rounds
+
+
+def test_an_int16x8_search_keeps_within_the_targets_flash_or_says_why():
+    """int16x8 asked (precision "auto" can only widen to float32 then): an 80 dB threshold only float32 weights
+    reach. With stm32f746-disco's whole flash every FC goes float32 (~347 KB); with the budget cut to the int16x8
+    model + 40 KB the search tries no widening that would not fit -- fc1's and fc2's float32 weights (+49 KB,
+    +197 KB) -- keeps a model that fits, and says in one line that no widening that fits keeps the goal, naming the
+    int16x8 model it started from."""
+    import dataclasses
+
+    from converters.quantize import FLASH_RESERVE
+    from edge_sdk.targets.profiles import load_profile
+
+    model, calib = _wide_mlp(), list(np.random.default_rng(3).standard_normal((40, 1, 64)).astype(np.float32))
+    n16 = len(quantize(model, calib, mode="int16x8", io="float32", holdout=8).tflite())
+    roomy = quantize(model, calib, mode="int16x8", io="float32", precision="auto", holdout=8, min_snr=80,
+                     target="stm32f746-disco")
+    tight = dataclasses.replace(load_profile("stm32f746-disco"), flash_model_bytes=n16 + FLASH_RESERVE + 40_000)
+    assert len(roomy.tflite()) > tight.flash_model_bytes and roomy.report["guard"]["met"]
+    res = quantize(model, calib, mode="int16x8", io="float32", precision="auto", holdout=8, min_snr=80, target=tight)
+    g = res.report["guard"]
+    assert len(res.tflite()) <= tight.flash_model_bytes and g["flash"]["fits"] and not g["met"]
+    assert {h["output"] for h in g["flash"]["held"]} == {"fc1", "fc2"}
+    assert all(w["to"] == "float32" for w in g["widened"])  # int16x8 asked: float32 is the only wider type
+    note = g["flash"]["note"]
+    assert note.startswith("flash: no widening that fits") and f"the int16x8 model is {n16} bytes" in note
+    assert note in res.report["notes"]
+    types = {t.type for t in res.model.subgraphs[0].tensors if not t.buffer}
+    assert "INT16" in types  # the ops the budget held stay int16x8

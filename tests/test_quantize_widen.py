@@ -63,6 +63,28 @@ def test_every_int16_row_is_probed():
     assert claimed and claimed <= set(PROBED), sorted(claimed - set(PROBED))
 
 
+def test_prelu_int16x8_reads_int8_alpha_and_litert_agrees():
+    """PRELU in int16x8: int16 values, alpha int8 (TFLM's kernel reads int8 alpha; an int16 one fails its
+    allocation) -- TFLM and both edge-sdk runtimes bit for bit (test_int16_table_matches_the_runtimes), LiteRT's
+    reference kernels within one quantum. The int8 widening search may now pick int16 for a PReLU net's PRELUs."""
+    from ai_edge_litert.interpreter import Interpreter as LiteRT
+    from ai_edge_litert.interpreter import OpResolverType
+
+    model, x = _int16x8("PRELU")
+    sg = read_model(model).subgraphs[0]
+    prelu = next(op for op in sg.operators if read_model(model).op_name(op) == "PRELU")
+    assert [sg.tensors[t].type for t in prelu.inputs] == ["INT16", "INT8"]
+    ours = _run(model, [x])[0]
+    it = LiteRT(model_content=model, num_threads=1, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    theirs = it.get_tensor(it.get_output_details()[0]["index"])
+    quantum = float(sg.tensors[prelu.outputs[0]].quantization.scale[0])  # the int16 output's, dequantized after
+    assert np.abs(theirs - ours).max() <= quantum * 1.001
+    assert widening_rule()[0]("PRELU") == ("int16", None)
+
+
 def test_rule_by_profile():
     rule, _ = widening_rule()
     assert rule("FULLY_CONNECTED") == ("int16", None)

@@ -119,7 +119,7 @@ from edge_sdk.model.types import Model
 MODES = ("int8", "int16x8", "fp16", "dynamic")
 PRECISIONS = ("int8", "auto")
 MIN_SNR_DB = 30.0  # the accuracy guard's default: every output's SNR against the float model
-METHODS = ("minmax", "percentile", "mse", "auto")
+METHODS = ("minmax", "percentile", "mse", "auto", "least-error")
 SYNTHETIC_SAMPLES = 16  # without data (every range given by the source): the guard measures on this many
 SEQUENTIAL_SAMPLES = 16  # calibration samples the sequential bias correction fits on (never the held-back ones)
 AUTO_MARGIN_DB = 0.5  # method "auto" keeps min / max unless a clipped set's worst output SNR is this much higher
@@ -290,6 +290,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                              "method": "given" if synthetic else method, "given_ranges": len(cal.given),
                              **({"synthetic_samples": cal.samples} if synthetic else {}),
                              **({"chosen": chosen["chosen"]} if chosen else {}),
+                             **({"least_error": cal.least_error} if cal.least_error is not None else {}),
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     report["tensors"] = tensor_table(model, g, cal)
     report["weights"] = weight_table(qmodel)

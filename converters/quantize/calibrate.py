@@ -5,7 +5,8 @@ sample's activations, not all samples'. Held-back samples of a re-readable sourc
 each measurement instead of being kept; a one-shot iterator's are kept (at most ``holdout``), and without held-back
 samples the error is measured on at most ``MEASURE_SAMPLES`` calibration samples. Ranges per tensor: "minmax" (the
 observed extremes), "percentile" (clip at ``percentile`` and 100 - ``percentile`` of the values), "mse" (the
-clipping range whose fake-quantization has the least mean squared error on the values); percentile and MSE work on
+clipping range whose fake-quantization has the least mean squared error on the values), "least-error" (each
+range by the error it causes in the ops that read the tensor: ``converters.quantize.least_error``); they work on
 a seeded subsample of each tensor's values (at most ``MAX_VALUES`` kept)."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 
 from converters.calibration import CalibrationData, calibration_data
 from converters.quantize.builder import is_const, is_float
+from converters.quantize.least_error import FIT_SAMPLES, least_error_ranges
 from converters.quantize.scales import affine, limits
 from edge_sdk import log
 from edge_sdk.errors import ModelError
@@ -27,6 +29,7 @@ from edge_sdk.model.types import Model
 MEASURE_SAMPLES = 32  # without held-back samples, the error is measured on at most this many calibration samples
 MAX_VALUES = 1 << 17  # values kept per tensor for percentile / mse
 AUTO_PERCENTILE = 99.9  # method "auto" also measures this percentile (beside the one given)
+LEAST_ERROR_PERCENTILES = (99.99, 99.9, 99.0, 98.0, 95.0)  # method "least-error"'s clipped candidates beside MSE
 MEASURE_CACHE_BYTES = 256 << 20  # the float activations of the measured samples kept across the guard's steps
 
 
@@ -186,6 +189,7 @@ class Calibration:
     given: set = field(default_factory=set)  # tensors whose range the source gave (``converters.quantize.given``)
     synthetic: bool = False  # no data was given: the samples are synthetic (every range given by the source)
     error_ranges: dict | None = None  # method "auto": candidate range sets by name ("mse", "percentile 99.9", ...)
+    least_error: dict | None = None  # method "least-error": how many tensors took each candidate range
     fitting: list = field(default_factory=list)  # the first calibration samples (never held-back ones), kept to fit
     # corrections on (``sequential``): the guard's samples stay unseen by what it judges
 
@@ -207,7 +211,7 @@ def calibrate(model: Model, calibration, act: str, method: str, percentile: floa
     # that can be read again (files, arrays) is read again for the held-back samples; a one-shot iterator's
     # held-back samples (at most ``holdout``) and a few calibration samples are kept.
     reiter = isinstance(data, CalibrationData) and data.reiterable
-    samples, held, fitting = [], [], []
+    samples, held, fitting, first = [], [], [], []  # first: method "least-error" measures its choice on them
     calibrated = n_held = 0
 
     def picked():  # the calibration samples, in order (the held-back ones set aside)
@@ -224,6 +228,8 @@ def calibrate(model: Model, calibration, act: str, method: str, percentile: floa
         calibrated += 1
         if len(fitting) < fit:
             fitting.append(sample)
+        if method == "least-error" and len(first) < FIT_SAMPLES:
+            first.append(sample)
         if not reiter and len(samples) < (4 if holdout else MEASURE_SAMPLES):
             samples.append(sample)
         for j, t in enumerate(sg.inputs):
@@ -243,10 +249,18 @@ def calibrate(model: Model, calibration, act: str, method: str, percentile: floa
         return {t: (0.0, 0.0) if s.min == math.inf else clip_range(s, how, pct, qmin, qmax, act == "INT16")
                 for t, s in stats.items()}
 
-    ranges = clipped("minmax" if method == "auto" else method)
+    least = None
+    if method == "least-error":  # each range by the error it causes where it is read (quantize.least_error)
+        log.stage(f"choosing activation ranges by their readers' error on {len(first)} calibration sample(s)")
+        symmetric = act == "INT16"
+        candidates = {t: range_candidates(st, qmin, qmax, symmetric) for t, st in stats.items()}
+        ranges, least = least_error_ranges(model, candidates, first, float_run, qmin, qmax, symmetric)
+    else:
+        ranges = clipped("minmax" if method == "auto" else method)
     measure = Samples(data if reiter else None, held or samples, holdout, n_held,
                       n_held or min(calibrated, MEASURE_SAMPLES))
-    cal = Calibration(float_run, float_tensors, stats, ranges, calibrated, n_held, measure, fitting=fitting)
+    cal = Calibration(float_run, float_tensors, stats, ranges, calibrated, n_held, measure, fitting=fitting,
+                      least_error=dict(least) if least is not None else None)
     if method == "auto":  # the candidate sets beside min / max, by name; the guard measures each
         cal.error_ranges = {"mse": clipped("mse")}
         for pct in dict.fromkeys((float(percentile), AUTO_PERCENTILE)):
@@ -272,6 +286,20 @@ def _runs(model: Model, float_run: Runner, samples):
     for chunk, activations in pool.map(functools.partial(Runner, model), _shard_activations, samples,
                                        "calibrating on Ray"):
         yield from zip(chunk, activations)
+
+
+def range_candidates(stats: Stats, qmin: int, qmax: int, symmetric: bool) -> dict[str, tuple[float, float]]:
+    """Method "least-error"'s candidate ranges of one tensor, {name: (lo, hi)}: min / max first (it wins ties), then
+    MSE and the ``LEAST_ERROR_PERCENTILES``, each range once."""
+    if stats.min == math.inf:
+        return {"minmax": (0.0, 0.0)}
+    out: dict[str, tuple[float, float]] = {"minmax": (stats.min, stats.max)}
+    options = [("mse", "mse", 0.0)] + [(f"percentile {p:g}", "percentile", p) for p in LEAST_ERROR_PERCENTILES]
+    for name, how, pct in options:
+        r = clip_range(stats, how, pct, qmin, qmax, symmetric)
+        if r not in out.values() and r[1] > r[0]:
+            out[name] = r
+    return out
 
 
 def clip_range(stats: Stats, method: str, percentile: float, qmin: int, qmax: int,

@@ -26,6 +26,14 @@ def snr_db(ff: float, dd: float) -> float:
     return 10 * math.log10(ratio) if math.isfinite(ratio) else math.inf
 
 
+def dot(a: np.ndarray, b: np.ndarray) -> float:
+    """The sum of ``a * b`` (two 1-D float64 arrays) on this thread. ``a @ b`` / ``np.dot`` go to OpenBLAS, which
+    splits a long vector over its threads: on a loaded machine each call waited milliseconds for them (the
+    YOLO-like stand-in at 160 px: 132 s of the 216 s int8 search spent in layer_errors' four dots per activation
+    and sample, profiled with cProfile; the kernels and the statistics' other numpy work took under 10 s)."""
+    return float(np.einsum("i,i->", a, b))
+
+
 def is_distribution(model: Model, t: int, produced: dict) -> bool:
     """A class distribution (argmax is meaningful): the output of an op whose row says ``distribution`` (SOFTMAX,
     LOG_SOFTMAX), or (batch, classes)."""
@@ -88,7 +96,7 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
             finite = np.isfinite(f).reshape(-1)  # LOG(0) = -inf in the float model: measured on the finite elements
             fv = f.reshape(-1)[finite]
             d = fv - q.reshape(-1)[finite]  # a float32 LOG kept by the guard gives -inf there too: not subtracted
-            out_acc[t] += (fv @ fv, d @ d, 0.0, 0.0)
+            out_acc[t] += (dot(fv, fv), dot(d, d), 0.0, 0.0)
             if t in out_agree and f.size:
                 fa, qa = f.reshape(-1, f.shape[-1]).argmax(-1), q.reshape(-1, f.shape[-1]).argmax(-1)
                 out_agree[t][0] += int((fa == qa).sum())
@@ -113,7 +121,7 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
             if t in channels and whole and f.size:  # channel by channel where every element is finite
                 fc, dc = f.reshape(-1, channels[t].shape[1]), d.reshape(-1, channels[t].shape[1])
                 channels[t] += (np.einsum("ij,ij->j", fc, fc), np.einsum("ij,ij->j", dc, dc))
-            acc[t] += (f @ f, d @ d, f @ q, q @ q)
+            acc[t] += (dot(f, f), dot(d, d), dot(f, q), dot(q, q))
             seen.add(t)
             if d.size:
                 max_err[t] = max(max_err[t], float(np.abs(d).max()))
@@ -126,7 +134,7 @@ def layer_errors(model: Model, qmodel: Model, b: QuantGraph, samples, float_run,
             for k, (_, index) in enumerate(parts):
                 f, q = fo[index].reshape(-1), qo[index].reshape(-1)
                 d = f - q
-                part_acc[(t, k)] += (f @ f, d @ d, f @ q, q @ q)
+                part_acc[(t, k)] += (dot(f, f), dot(d, d), dot(f, q), dot(q, q))
                 if d.size:
                     part_max[(t, k)] = max(part_max[(t, k)], float(np.abs(d).max()))
     layers = []
@@ -248,8 +256,8 @@ def output_errors(model: Model, samples, float_run, run) -> list[dict]:
             fk, qk = f[keep], q[keep]
             with np.errstate(invalid="ignore", over="ignore"):
                 d = np.where(np.isfinite(qk), fk - qk, np.inf)
-            acc[k][0] += float(fk @ fk)
-            acc[k][1] += float(d @ d) if np.isfinite(d).all() else math.inf
+            acc[k][0] += dot(fk, fk)
+            acc[k][1] += dot(d, d) if np.isfinite(d).all() else math.inf
             if k in agree and f.size and keep.all() and np.isfinite(q).all():
                 fa, qa = f.reshape(-1, f.shape[-1]).argmax(-1), q.reshape(-1, f.shape[-1]).argmax(-1)
                 agree[k][0] += int((fa == qa).sum())
@@ -312,7 +320,7 @@ def isolated_errors(model: Model, qmodel: Model, samples) -> list[dict]:
             f = np.asarray(ref[by_name[qs.tensors[out].name]], np.float64).reshape(-1)
             keep = np.isfinite(f)
             d = f[keep] - got[keep]
-            acc[i] += (f[keep] @ f[keep], d @ d)
+            acc[i] += (dot(f[keep], f[keep]), dot(d, d))
     rows = [{"op_index": i, "op": qmodel.op_name(qs.operators[i]), "tensor": qs.tensors[out].name,
              "snr_db": snr_db(*acc[i])} for i, _, out, _ in cases]
     return sorted(rows, key=lambda r: r["snr_db"])

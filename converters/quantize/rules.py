@@ -384,7 +384,8 @@ def index(g: QuantGraph, i: int, op: Operator, oact: str) -> None:
 
 
 def _own_inputs_then(g: QuantGraph, i: int, op: Operator, oact: str, out_quant) -> None:
-    ins = [g.operand(t, oact) for t in op.inputs]
+    narrow = op_table.row(g.src.op_name(op)).int16_int8_inputs if oact == "INT16" else ()  # PRELU's int8 alpha
+    ins = [g.operand(t, "INT8" if k in narrow else oact) for k, t in enumerate(op.inputs)]
     outs = []
     for t in op.outputs:
         if not is_float(g.src, t):

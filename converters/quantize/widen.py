@@ -160,8 +160,10 @@ class FlashBudget:
     int8's, int16x8 keeps them int8) stay within ``limit``. A widening that would not fit is not tried: float32 gives
     way to int16x8 where the target takes it, else the op stays int8 (``narrowed``: op index -> why)."""
 
-    def __init__(self, model: Model, base_bytes: int, limit: int, where: str, reserve: int = 0):
+    def __init__(self, model: Model, base_bytes: int, limit: int, where: str, reserve: int = 0,
+                 base_name: str = "int8"):
         self.model, self.base_bytes, self.limit, self.where = model, int(base_bytes), int(limit) - reserve, where
+        self.base_name = base_name  # the unwidened model's mode: "int8", or "int16x8" when that was asked
         self.flash, self.reserve = int(limit), int(reserve)  # the profile's figure; what convert adds to the model
         self.narrowed: dict[int, str] = {}
         self._bytes: dict[tuple[int, str], int] = {}  # (op, type) -> const_bytes: asked for every candidate
@@ -186,7 +188,7 @@ class FlashBudget:
     def why(self, i: int, kind: str) -> str:
         to = "float32" if kind == "float32" else "int16x8"
         return (f"{to} constants (+{const_bytes(self.model, i, kind)} bytes) would not fit {self.text()}; the "
-                f"int8 model is {self.base_bytes} bytes")
+                f"{self.base_name} model is {self.base_bytes} bytes")
 
     def choose(self, kinds: dict, rule, fixed: dict | None = None) -> dict:
         """``kinds`` (op index -> the widest type wanted) within the budget beside ``fixed`` (widened already, kept
@@ -292,7 +294,9 @@ def guard(model: Model, build, first: tuple[Model, QuantGraph], cal: Calibration
 
     kept.base_bytes = len(write_model(qmodel))  # the guard's cost is the serialized model's growth
     if flash_budget is not None:
-        kept.budget = FlashBudget(model, kept.base_bytes, flash_budget, budget_for or "the target", flash_reserve)
+        wide = any(t.type == "INT16" and not t.buffer for t in qmodel.subgraphs[0].tensors)  # int16x8 asked
+        kept.budget = FlashBudget(model, kept.base_bytes, flash_budget, budget_for or "the target", flash_reserve,
+                                  "int16x8" if wide else "int8")
     unwidened = (qmodel, g, layers, outputs)
     kept.steps.append(_step(len(no_rule), kept, time.monotonic() - started, "int8" if g.act == "INT8" else "int16x8"))
     base_excluded = set(excluded)
@@ -404,7 +408,7 @@ def flash_note(flash: dict, budget: FlashBudget, met: bool) -> str | None:
     need = sum(const_bytes(budget.model, i, "float32") for i in narrowed)
     held = (f"{len(narrowed)} op(s) held narrower than the search wanted (their float32 constants: +{need} bytes)"
             if narrowed else "the widened model held back")
-    int8 = f"the int8 model is {budget.base_bytes} bytes"
+    int8 = f"the {budget.base_name} model is {budget.base_bytes} bytes"
     if met:
         return (f"flash: the goal is kept within {budget.text()} ({int8}): {held}; the model is "
                 f"{flash['model_bytes']} bytes")

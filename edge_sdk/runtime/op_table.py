@@ -86,6 +86,7 @@ class OpRow:
     # shape-only, carries an int16 tensor between widened ops; "none": no int16 kernel anywhere
     int16: str = ""
     int16_missing: tuple[str, ...] = ()  # runtimes ("python", "c") without the int16 kernel of an "op" row
+    int16_int8_inputs: tuple[int, ...] = ()  # inputs kept int8 when the op runs int16 (PRELU's alpha, as TFLM reads)
     q_versions: tuple[int | None, int | None] = (None, None)  # op version of the quantized op: int8, int16
     join: bool = False  # joins parts under one scale (CONCATENATION, PACK): a part may be crushed
     moves_values: bool = False  # values unchanged, only their positions (RESHAPE, TRANSPOSE, ...)
@@ -364,8 +365,9 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("LEAKY_RELU",                   "activations:prepare_leaky_relu",   2,
           family='unary', inplace='unary', patch='elementwise', quant='own', int16='op', q_versions=(2, 2),
           homogeneous=True, uint8=True),
+    # int16: TFLM's int16 PRELU reads int8 alpha (kernels/prelu.cc); LiteRT's and both edge-sdk runtimes agree
     OpRow("PRELU",                        "activations:prepare_prelu",        2,
-          family='binary', quant='own', int16='none', q_versions=(1, None), homogeneous=True),
+          family='binary', quant='own', int16='op', int16_int8_inputs=(1,), q_versions=(1, 1), homogeneous=True),
     # GELU (float32; int8 by a 256-entry table, int16 by the interpolated 513-entry table, as LiteRT's): emitted by
     # converters.passes.gelu. int16 'none': TFLM has no GELU, so int16x8 widening does not pick it
     OpRow("GELU",                         "gelu:prepare_gelu",                3,
