@@ -4,7 +4,9 @@
  * SGEMM: a 6 x 16 register tile (12 ymm sums; per k two loads of the packed panel, six broadcasts of a), over
  * blocks of rows sized so that they stay in L2 while each 16-column panel (k x 64 bytes) is reused from L1/L2.
  * A single row (FULLY_CONNECTED with one batch) runs four panels at once instead (eight independent sums).
- * At the AVX-512 level (EDGE_SIMD_X86_AVX512VNNI: F/BW/VL/DQ are part of it) an 8 x 32 zmm tile (sgemm_512).
+ * At the AVX-512 level (EDGE_SIMD_X86_AVX512VNNI: F/BW/VL/DQ are part of it) an 8 x 32 zmm tile (sgemm_512); there a
+ * conv with a window runs that tile on the input where it lies (edge_simd_sconv: an im2col copy of a first layer's
+ * 27-float windows cost twice its GEMM), only the pixels at the left / right edges through im2col rows.
  * Depthwise: eight channels per ymm (a masked load / store for the last c % 8), the taps of each output pixel in
  * (fy, fx) order; a 3x3 window wholly inside the input keeps its nine weight vectors in registers along the row.
  * Every function with wider instructions than the x86-64 baseline carries the target attribute.
@@ -164,19 +166,24 @@ static INLINE T_SG512 __mmask16 z_cols(int32_t cols) {
         _mm512_mask_storeu_ps(y + r * ldy, m0, z_clamp(_mm512_add_ps(s##r##0, bv0), lo, hi));                \
         if (two) _mm512_mask_storeu_ps(y + r * ldy + NR, m1, z_clamp(_mm512_add_ps(s##r##1, bv1), lo, hi));  \
     }
-/* mr (<= Z_MR) rows of a against one panel pb0 (two: and the next, pb1): columns [0, cols) of y's 16 or 32. */
+/* mr (<= Z_MR) rows of a against one panel pb0 (two: and the next, pb1): columns [0, cols) of y's 16 or 32. A row's
+ * k values lie in nseg runs of len floats, step floats apart (a GEMM: one run of k; a conv's window: its filter
+ * rows, each kw * c input floats, without an im2col copy); the panels' values in the same order. */
 static INLINE T_SG512 void z_tile(const int32_t mr, const int two, const float *a, int64_t lda, const float *pb0,
-                                const float *pb1, const float *bias, int32_t k, __m512 lo, __m512 hi, float *y,
-                                int64_t ldy, int32_t cols) {
+                                const float *pb1, const float *bias, int32_t nseg, int32_t len, int64_t step,
+                                __m512 lo, __m512 hi, float *y, int64_t ldy, int32_t cols) {
     __m512 s00 = _mm512_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
     __m512 s40 = s00, s41 = s00, s50 = s00, s51 = s00, s60 = s00, s61 = s00, s70 = s00, s71 = s00;
     const float *a0 = a, *a1 = a0 + (mr > 1 ? lda : 0), *a2 = a1 + (mr > 2 ? lda : 0), *a3 = a2 + (mr > 3 ? lda : 0);
     const float *a4 = a3 + (mr > 4 ? lda : 0), *a5 = a4 + (mr > 5 ? lda : 0), *a6 = a5 + (mr > 6 ? lda : 0);
     const float *a7 = a6 + (mr > 7 ? lda : 0);
-    int32_t kk;
-    for (kk = 0; kk < k; kk++, pb0 += NR, pb1 += NR) {
-        const __m512 b0 = _mm512_loadu_ps(pb0), b1 = two ? _mm512_loadu_ps(pb1) : b0;
-        Z_ROW(0) Z_ROW(1) Z_ROW(2) Z_ROW(3) Z_ROW(4) Z_ROW(5) Z_ROW(6) Z_ROW(7)
+    int32_t kk, sg;
+    for (sg = 0; sg < nseg; sg++) {
+        for (kk = 0; kk < len; kk++, pb0 += NR, pb1 += NR) {
+            const __m512 b0 = _mm512_loadu_ps(pb0), b1 = two ? _mm512_loadu_ps(pb1) : b0;
+            Z_ROW(0) Z_ROW(1) Z_ROW(2) Z_ROW(3) Z_ROW(4) Z_ROW(5) Z_ROW(6) Z_ROW(7)
+        }
+        a0 += step, a1 += step, a2 += step, a3 += step, a4 += step, a5 += step, a6 += step, a7 += step;
     }
     {
         const __m512 bv0 = _mm512_loadu_ps(bias), bv1 = two ? _mm512_loadu_ps(bias + NR) : bv0;
@@ -185,44 +192,111 @@ static INLINE T_SG512 void z_tile(const int32_t mr, const int two, const float *
     }
 }
 
+#define Z_CALL(mr, two) z_tile(mr, two, ai, lda, pb, pb + pstride, bias + c, nseg, len, step, lo, hi, yi, ldy, cols)
 #define Z_TILES(two)                                                                                         \
     switch (i1 - i < Z_MR ? i1 - i : Z_MR) {                                                                 \
-    case 8: z_tile(8, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    case 7: z_tile(7, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    case 6: z_tile(6, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    case 5: z_tile(5, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    case 4: z_tile(4, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    case 3: z_tile(3, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    case 2: z_tile(2, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    default: z_tile(1, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;           \
+    case 8: Z_CALL(8, two); break;                                                                           \
+    case 7: Z_CALL(7, two); break;                                                                           \
+    case 6: Z_CALL(6, two); break;                                                                           \
+    case 5: Z_CALL(5, two); break;                                                                           \
+    case 4: Z_CALL(4, two); break;                                                                           \
+    case 3: Z_CALL(3, two); break;                                                                           \
+    case 2: Z_CALL(2, two); break;                                                                           \
+    default: Z_CALL(1, two); break;                                                                          \
     }
 
-/* Rows in blocks that stay in L2 (about 128 KB of a: 8 to 768 rows), each block against every pair of panels of
- * [n0, n1) (a pair: 2 x k x 64 bytes, reused from L1 by every tile of the block). */
-static T_SG512 void sgemm_512(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0,
-                            int32_t n1, float *y, int64_t ldy) {
-    const int32_t k = g->k;
-    const int64_t pstride = (int64_t)NR * k;
-    const __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);
-    const float *bias = g->packed, *panels = g->packed + g->npad;
-    int32_t mc = (int32_t)((128 * 1024 / 4) / (k > 0 ? k : 1)), i0, i, c;
-    mc = mc < Z_MR ? Z_MR : (mc > 768 ? 768 : mc / Z_MR * Z_MR);
-    for (i0 = 0; i0 < m; i0 += mc) {
-        const int32_t i1 = m - i0 < mc ? m : i0 + mc;
-        for (c = n0; c < n1; c += 2 * NR) {
-            const float *pb = panels + (int64_t)(c / NR) * pstride;
-            const int32_t cols = n1 - c;
-            for (i = i0; i < i1; i += Z_MR) {
-                const float *ai = a + (int64_t)i * lda;
-                float *yi = y + (int64_t)i * ldy + c;
-                if (cols > NR) {
-                    Z_TILES(1)
-                } else {
-                    Z_TILES(0)
-                }
+/* Rows [0, m) of a (stride lda; each row's values in nseg runs of len, step apart: z_tile) against every pair of
+ * panels of [n0, n1), their values from pofs on (a pair: 2 x k x 64 bytes, reused from L1 / L2 by every tile). */
+static INLINE T_SG512 void z_rows(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t nseg,
+                                  int32_t len, int64_t step, int64_t pofs, int32_t n0, int32_t n1, float *y,
+                                  int64_t ldy, __m512 lo, __m512 hi) {
+    const int64_t pstride = (int64_t)NR * g->k;
+    const float *bias = g->packed, *panels = g->packed + g->npad + pofs;
+    const int32_t i1 = m;
+    int32_t i, c;
+    for (c = n0; c < n1; c += 2 * NR) {
+        const float *pb = panels + (int64_t)(c / NR) * pstride;
+        const int32_t cols = n1 - c;
+        for (i = 0; i < i1; i += Z_MR) {
+            const float *ai = a + (int64_t)i * lda;
+            float *yi = y + (int64_t)i * ldy + c;
+            if (cols > NR) {
+                Z_TILES(1)
+            } else {
+                Z_TILES(0)
             }
         }
     }
+}
+
+/* Rows in blocks that stay in L2 (about 128 KB of a: 8 to 768 rows), each block against every pair of panels of
+ * [n0, n1). */
+static T_SG512 void sgemm_512(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0,
+                            int32_t n1, float *y, int64_t ldy) {
+    const int32_t k = g->k;
+    const __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);
+    int32_t mc = (int32_t)((128 * 1024 / 4) / (k > 0 ? k : 1)), i0;
+    mc = mc < Z_MR ? Z_MR : (mc > 768 ? 768 : mc / Z_MR * Z_MR);
+    for (i0 = 0; i0 < m; i0 += mc)
+        z_rows(g, a + (int64_t)i0 * lda, m - i0 < mc ? m - i0 : mc, lda, 1, k, 0, 0, n0, n1, y + (int64_t)i0 * ldy,
+               ldy, lo, hi);
+}
+
+/* Output pixel (oy, ox)'s window as an im2col row of k floats (taps in the padding 0: they add nothing). */
+static void conv_window_row(const edge_simd_dwf_t *p, const float *x, int32_t oy, int32_t ox, float *row) {
+    const int32_t iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl, c = p->c;
+    int32_t fy, fx;
+    for (fy = 0; fy < p->kh; fy++) {
+        const int32_t iy = iy0 + fy * p->dh;
+        for (fx = 0; fx < p->kw; fx++, row += c) {
+            const int32_t ix = ix0 + fx * p->dw;
+            if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) memset(row, 0, sizeof(float) * (size_t)c);
+            else memcpy(row, x + ((int64_t)iy * p->w + ix) * c, sizeof(float) * (size_t)c);
+        }
+    }
+}
+
+/* Output pixels [ox0, ox1) of row oy through im2col rows, EDGE_SIMD_F32_CONV_ROWS at a time in work. */
+static T_SG512 void sconv_copied(const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x, int32_t oy,
+                                 int32_t ox0, int32_t ox1, float *yrow, float *work, __m512 lo, __m512 hi) {
+    const int32_t k = g->k;
+    int32_t ox, q;
+    for (ox = ox0; ox < ox1; ox += EDGE_SIMD_F32_CONV_ROWS) {
+        const int32_t m = ox1 - ox < EDGE_SIMD_F32_CONV_ROWS ? ox1 - ox : EDGE_SIMD_F32_CONV_ROWS;
+        for (q = 0; q < m; q++) conv_window_row(p, x, oy, ox + q, work + (int64_t)q * k);
+        z_rows(g, work, m, k, 1, k, 0, 0, 0, g->n, yrow + (int64_t)ox * g->n, g->n, lo, hi);
+    }
+}
+
+/* AVX-512: a row's pixels whose windows lie inside the input's columns as GEMM rows sw * c floats apart, each
+ * row's k values the filter rows inside the input (runs of kw * c floats, dh * w * c apart); the other pixels
+ * through im2col rows. */
+static T_SG512 void sconv_512(const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x, int32_t oy0,
+                              int32_t oy1, float *y, float *work) {
+    const __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);
+    const int32_t c = p->c, len = p->kw * c;
+    int32_t oy, oxa, oxb, fy0, fy1;
+    f32_dw_inner_cols(p, &oxa, &oxb);
+    for (oy = oy0; oy < oy1; oy++) {
+        const int32_t iy0 = oy * p->sh - p->pt;
+        float *yrow = y + (int64_t)oy * p->ow * g->n;
+        int32_t a = oxa, b = oxb;
+        f32_taps(iy0, p->dh, p->h, p->kh, &fy0, &fy1);
+        if (fy0 >= fy1) b = a; /* every tap in the padding: the im2col rows (zeros) */
+        if (a < b)
+            z_rows(g, x + ((int64_t)(iy0 + fy0 * p->dh) * p->w + (int64_t)a * p->sw - p->pl) * c, b - a,
+                   (int64_t)p->sw * c, fy1 - fy0, len, (int64_t)p->dh * p->w * c, (int64_t)fy0 * len * NR, 0, g->n,
+                   yrow + (int64_t)a * g->n, g->n, lo, hi);
+        sconv_copied(g, p, x, oy, 0, a, yrow, work, lo, hi);
+        sconv_copied(g, p, x, oy, b, p->ow, yrow, work, lo, hi);
+    }
+}
+
+int32_t edge_simd_sconv(const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x, int32_t oy0,
+                        int32_t oy1, float *y, float *work) {
+    if (g->level < EDGE_SIMD_X86_AVX512VNNI || p->dw != 1) return 0;
+    if (y) sconv_512(g, p, x, oy0, oy1, y, work);
+    return 1;
 }
 
 void edge_simd_sgemm(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0, int32_t n1,
