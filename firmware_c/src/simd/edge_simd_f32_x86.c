@@ -4,8 +4,8 @@
  * SGEMM: a 6 x 16 register tile (12 ymm sums; per k two loads of the packed panel, six broadcasts of a), over
  * blocks of rows sized so that they stay in L2 while each 16-column panel (k x 64 bytes) is reused from L1/L2.
  * A single row (FULLY_CONNECTED with one batch) runs four panels at once instead (eight independent sums).
- * At the AVX-512 level (EDGE_SIMD_X86_AVX512VNNI: F/BW/VL/DQ are part of it) an 8 x 32 zmm tile (sgemm_512); there a
- * conv with a window runs that tile on the input where it lies (edge_simd_sconv: an im2col copy of a first layer's
+ * At the AVX-512 level (EDGE_SIMD_X86_AVX512VNNI: F/BW/VL/DQ are part of it) an 8 x 32 zmm tile (sgemm_512). A conv
+ * with a window runs the level's tile on the input where it lies (edge_simd_sconv: an im2col copy of a first layer's
  * 27-float windows cost twice its GEMM), only the pixels at the left / right edges through im2col rows.
  * Depthwise: eight channels per ymm (a masked load / store for the last c % 8), the taps of each output pixel in
  * (fy, fx) order; a 3x3 window wholly inside the input keeps its nine weight vectors in registers along the row.
@@ -66,22 +66,30 @@ static INLINE T_AVX2 void f32_store16(float *y, __m256 v0, __m256 v1, int32_t co
     if (mr > r)                                                                                              \
         f32_store16(y + r * ldy, f32_clamp(_mm256_add_ps(s##r##0, bv0), lo, hi),                             \
                     f32_clamp(_mm256_add_ps(s##r##1, bv1), lo, hi), cols);
-static INLINE T_AVX2 void sg_tile(const int32_t mr, const float *a, int64_t lda, const float *pb, const float *bias,
-                                  int32_t k, __m256 lo, __m256 hi, float *y, int64_t ldy, int32_t cols) {
+/* (a row's k values in nseg runs of len floats, step apart, as z_tile's: a GEMM one run of k) */
+static INLINE T_AVX2 void sg_tile_runs(const int32_t mr, const float *a, int64_t lda, const float *pb, const float *bias,
+                                       int32_t nseg, int32_t len, int64_t step, __m256 lo, __m256 hi, float *y,
+                                       int64_t ldy, int32_t cols) {
     __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
     __m256 s40 = s00, s41 = s00, s50 = s00, s51 = s00;
     const float *a0 = a, *a1 = a0 + (mr > 1 ? lda : 0), *a2 = a1 + (mr > 2 ? lda : 0), *a3 = a2 + (mr > 3 ? lda : 0);
     const float *a4 = a3 + (mr > 4 ? lda : 0), *a5 = a4 + (mr > 5 ? lda : 0);
-    int32_t kk;
-    for (kk = 0; kk < k; kk++, pb += NR) {
-        const __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
-        SG_ROW(0) SG_ROW(1) SG_ROW(2) SG_ROW(3) SG_ROW(4) SG_ROW(5)
+    int32_t kk, sg;
+    for (sg = 0; sg < nseg; sg++) {
+        for (kk = 0; kk < len; kk++, pb += NR) {
+            const __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
+            SG_ROW(0) SG_ROW(1) SG_ROW(2) SG_ROW(3) SG_ROW(4) SG_ROW(5)
+        }
+        a0 += step, a1 += step, a2 += step, a3 += step, a4 += step, a5 += step;
     }
     {
         const __m256 bv0 = _mm256_loadu_ps(bias), bv1 = _mm256_loadu_ps(bias + 8);
         SG_OUT(0) SG_OUT(1) SG_OUT(2) SG_OUT(3) SG_OUT(4) SG_OUT(5)
     }
 }
+
+#define sg_tile(mr, a, lda, pb, bias, k, lo, hi, y, ldy, cols) \
+    sg_tile_runs(mr, a, lda, pb, bias, 1, k, 0, lo, hi, y, ldy, cols)
 
 /* More rows: blocks of them in sg_tile's tiles (edge_simd_f32_scalar.h). */
 F32_SGEMM_BLOCKS(sg_blocks, INLINE T_AVX2, __m256, sg_tile)
@@ -242,6 +250,40 @@ static T_SG512 void sgemm_512(const edge_simd_sgemm_t *g, const float *a, int32_
                ldy, lo, hi);
 }
 
+/* Rows [0, m) of a (stride lda, each row's values in nseg runs of len, step apart) against every panel of g, the
+ * panels' values from pofs on, into y (stride ldy): a conv's GEMM on its input as it lies, one per level. */
+typedef void (*sconv_rows_fn)(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t nseg,
+                              int32_t len, int64_t step, int64_t pofs, float *y, int64_t ldy);
+
+static T_SG512 void sconv_rows_512(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t nseg,
+                                   int32_t len, int64_t step, int64_t pofs, float *y, int64_t ldy) {
+    z_rows(g, a, m, lda, nseg, len, step, pofs, 0, g->n, y, ldy, _mm512_set1_ps(g->lo), _mm512_set1_ps(g->hi));
+}
+
+#define SG_RUNS(mr) sg_tile_runs(mr, ai, lda, pb, bias + c, nseg, len, step, lo, hi, yi, ldy, g->n - c)
+static T_AVX2 void sconv_rows_avx2(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t nseg,
+                                   int32_t len, int64_t step, int64_t pofs, float *y, int64_t ldy) {
+    const __m256 lo = _mm256_set1_ps(g->lo), hi = _mm256_set1_ps(g->hi);
+    const int64_t pstride = (int64_t)NR * g->k;
+    const float *bias = g->packed, *panels = g->packed + g->npad + pofs;
+    int32_t c, i;
+    for (c = 0; c < g->n; c += NR) {
+        const float *pb = panels + (int64_t)(c / NR) * pstride;
+        for (i = 0; i < m; i += EDGE_SIMD_F32_MR) {
+            const float *ai = a + (int64_t)i * lda;
+            float *yi = y + (int64_t)i * ldy + c;
+            switch (m - i < EDGE_SIMD_F32_MR ? m - i : EDGE_SIMD_F32_MR) {
+            case 6: SG_RUNS(6); break;
+            case 5: SG_RUNS(5); break;
+            case 4: SG_RUNS(4); break;
+            case 3: SG_RUNS(3); break;
+            case 2: SG_RUNS(2); break;
+            default: SG_RUNS(1); break;
+            }
+        }
+    }
+}
+
 /* Output pixel (oy, ox)'s window as an im2col row of k floats (taps in the padding 0: they add nothing). */
 static void conv_window_row(const edge_simd_dwf_t *p, const float *x, int32_t oy, int32_t ox, float *row) {
     const int32_t iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl, c = p->c;
@@ -257,23 +299,21 @@ static void conv_window_row(const edge_simd_dwf_t *p, const float *x, int32_t oy
 }
 
 /* Output pixels [ox0, ox1) of row oy through im2col rows, EDGE_SIMD_F32_CONV_ROWS at a time in work. */
-static T_SG512 void sconv_copied(const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x, int32_t oy,
-                                 int32_t ox0, int32_t ox1, float *yrow, float *work, __m512 lo, __m512 hi) {
+static void sconv_copied(sconv_rows_fn rows, const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x,
+                         int32_t oy, int32_t ox0, int32_t ox1, float *yrow, float *work) {
     const int32_t k = g->k;
     int32_t ox, q;
     for (ox = ox0; ox < ox1; ox += EDGE_SIMD_F32_CONV_ROWS) {
         const int32_t m = ox1 - ox < EDGE_SIMD_F32_CONV_ROWS ? ox1 - ox : EDGE_SIMD_F32_CONV_ROWS;
         for (q = 0; q < m; q++) conv_window_row(p, x, oy, ox + q, work + (int64_t)q * k);
-        z_rows(g, work, m, k, 1, k, 0, 0, 0, g->n, yrow + (int64_t)ox * g->n, g->n, lo, hi);
+        rows(g, work, m, k, 1, k, 0, 0, yrow + (int64_t)ox * g->n, g->n);
     }
 }
 
-/* AVX-512: a row's pixels whose windows lie inside the input's columns as GEMM rows sw * c floats apart, each
- * row's k values the filter rows inside the input (runs of kw * c floats, dh * w * c apart); the other pixels
- * through im2col rows. */
-static T_SG512 void sconv_512(const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x, int32_t oy0,
-                              int32_t oy1, float *y, float *work) {
-    const __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);
+/* A row's pixels whose windows lie inside the input's columns as GEMM rows sw * c floats apart, each row's k values
+ * the filter rows inside the input (runs of kw * c floats, dh * w * c apart); the other pixels through im2col rows. */
+static void sconv_run(sconv_rows_fn rows, const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x,
+                      int32_t oy0, int32_t oy1, float *y, float *work) {
     const int32_t c = p->c, len = p->kw * c;
     int32_t oy, oxa, oxb, fy0, fy1;
     f32_dw_inner_cols(p, &oxa, &oxb);
@@ -284,18 +324,18 @@ static T_SG512 void sconv_512(const edge_simd_sgemm_t *g, const edge_simd_dwf_t 
         f32_taps(iy0, p->dh, p->h, p->kh, &fy0, &fy1);
         if (fy0 >= fy1) b = a; /* every tap in the padding: the im2col rows (zeros) */
         if (a < b)
-            z_rows(g, x + ((int64_t)(iy0 + fy0 * p->dh) * p->w + (int64_t)a * p->sw - p->pl) * c, b - a,
-                   (int64_t)p->sw * c, fy1 - fy0, len, (int64_t)p->dh * p->w * c, (int64_t)fy0 * len * NR, 0, g->n,
-                   yrow + (int64_t)a * g->n, g->n, lo, hi);
-        sconv_copied(g, p, x, oy, 0, a, yrow, work, lo, hi);
-        sconv_copied(g, p, x, oy, b, p->ow, yrow, work, lo, hi);
+            rows(g, x + ((int64_t)(iy0 + fy0 * p->dh) * p->w + (int64_t)a * p->sw - p->pl) * c, b - a,
+                 (int64_t)p->sw * c, fy1 - fy0, len, (int64_t)p->dh * p->w * c, (int64_t)fy0 * len * NR,
+                 yrow + (int64_t)a * g->n, g->n);
+        sconv_copied(rows, g, p, x, oy, 0, a, yrow, work);
+        sconv_copied(rows, g, p, x, oy, b, p->ow, yrow, work);
     }
 }
 
 int32_t edge_simd_sconv(const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x, int32_t oy0,
                         int32_t oy1, float *y, float *work) {
-    if (g->level < EDGE_SIMD_X86_AVX512VNNI || p->dw != 1) return 0;
-    if (y) sconv_512(g, p, x, oy0, oy1, y, work);
+    if (g->level < EDGE_SIMD_X86_AVX2 || p->dw != 1) return 0;
+    if (y) sconv_run(g->level >= EDGE_SIMD_X86_AVX512VNNI ? sconv_rows_512 : sconv_rows_avx2, g, p, x, oy0, oy1, y, work);
     return 1;
 }
 
