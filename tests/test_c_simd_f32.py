@@ -605,7 +605,7 @@ def test_pool_f32_masked_channels_same_bits_as_portable(backend, levels, op, c):
 # ------------------------------------------------------------------ float conv without im2col (issue 26)
 # (h, w, c, o, kh, kw, sh, sw, dh, padding, activation): first layers (3 channels, 3x3 / 5x5 stride 2, MediaPipe's
 # 5x5 s2 into 24-32 channels), windows cut by every edge (a row of pixels left and right of the interior, the top and
-# bottom rows' taps in the padding), rows fully in the padding (a 7x7 window on a 2-row input), odd channel counts,
+# bottom rows' taps in the padding), a 7x7 window on a 2-row input, rows with every tap in the padding, odd channel counts,
 # a row dilation (runs dh * w * c floats apart), stride 1 3x3 (U-Net), an interior narrower than a tile.
 DIRECT_SHAPES = [
     (33, 31, 3, 16, 3, 3, 2, 2, 1, "SAME", "RELU6"),
@@ -615,6 +615,8 @@ DIRECT_SHAPES = [
     (21, 17, 9, 40, 3, 3, 1, 2, 2, "SAME", "RELU_N1_TO_1"),
     (16, 16, 32, 48, 3, 3, 1, 1, 1, "VALID", "NONE"),
     (9, 6, 11, 65, 5, 3, 2, 1, 1, "SAME", "RELU6"),
+    (3, 10, 5, 20, 2, 3, 1, 1, 5, "SAME", "RELU"),      # rows 0, 1: both filter rows in the padding
+    (16, 16, 128, 40, 3, 3, 1, 1, 1, "SAME", "NONE"),   # k 1152: edge columns as tiles of 8 rows
 ]
 
 

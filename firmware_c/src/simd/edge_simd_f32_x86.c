@@ -253,21 +253,23 @@ static T_SG512 void sgemm_512(const edge_simd_sgemm_t *g, const float *a, int32_
 /* Rows [0, m) of a (stride lda, each row's values in nseg runs of len, step apart) against every panel of g, the
  * panels' values from pofs on, into y (stride ldy): a conv's GEMM on its input as it lies, one per level. */
 typedef void (*sconv_rows_fn)(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t nseg,
-                              int32_t len, int64_t step, int64_t pofs, float *y, int64_t ldy);
+                              int32_t len, int64_t step, int64_t pofs, int32_t n0, int32_t n1, float *y, int64_t ldy);
 
 static T_SG512 void sconv_rows_512(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t nseg,
-                                   int32_t len, int64_t step, int64_t pofs, float *y, int64_t ldy) {
-    z_rows(g, a, m, lda, nseg, len, step, pofs, 0, g->n, y, ldy, _mm512_set1_ps(g->lo), _mm512_set1_ps(g->hi));
+                                   int32_t len, int64_t step, int64_t pofs, int32_t n0, int32_t n1, float *y,
+                                   int64_t ldy) {
+    z_rows(g, a, m, lda, nseg, len, step, pofs, n0, n1, y, ldy, _mm512_set1_ps(g->lo), _mm512_set1_ps(g->hi));
 }
 
-#define SG_RUNS(mr) sg_tile_runs(mr, ai, lda, pb, bias + c, nseg, len, step, lo, hi, yi, ldy, g->n - c)
+#define SG_RUNS(mr) sg_tile_runs(mr, ai, lda, pb, bias + c, nseg, len, step, lo, hi, yi, ldy, n1 - c)
 static T_AVX2 void sconv_rows_avx2(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t nseg,
-                                   int32_t len, int64_t step, int64_t pofs, float *y, int64_t ldy) {
+                                   int32_t len, int64_t step, int64_t pofs, int32_t n0, int32_t n1, float *y,
+                                   int64_t ldy) {
     const __m256 lo = _mm256_set1_ps(g->lo), hi = _mm256_set1_ps(g->hi);
     const int64_t pstride = (int64_t)NR * g->k;
     const float *bias = g->packed, *panels = g->packed + g->npad + pofs;
     int32_t c, i;
-    for (c = 0; c < g->n; c += NR) {
+    for (c = n0; c < n1; c += NR) {
         const float *pb = panels + (int64_t)(c / NR) * pstride;
         for (i = 0; i < m; i += EDGE_SIMD_F32_MR) {
             const float *ai = a + (int64_t)i * lda;
@@ -306,30 +308,64 @@ static void sconv_copied(sconv_rows_fn rows, const edge_simd_sgemm_t *g, const e
     for (ox = ox0; ox < ox1; ox += EDGE_SIMD_F32_CONV_ROWS) {
         const int32_t m = ox1 - ox < EDGE_SIMD_F32_CONV_ROWS ? ox1 - ox : EDGE_SIMD_F32_CONV_ROWS;
         for (q = 0; q < m; q++) conv_window_row(p, x, oy, ox + q, work + (int64_t)q * k);
-        rows(g, work, m, k, 1, k, 0, 0, yrow + (int64_t)ox * g->n, g->n);
+        rows(g, work, m, k, 1, k, 0, 0, 0, g->n, yrow + (int64_t)ox * g->n, g->n);
     }
 }
 
-/* A row's pixels whose windows lie inside the input's columns as GEMM rows sw * c floats apart, each row's k values
- * the filter rows inside the input (runs of kw * c floats, dh * w * c apart); the other pixels through im2col rows. */
+/* Column ox's pixels of rows [oy0, oy1) (a window cut by the left / right edge) through im2col rows,
+ * EDGE_SIMD_F32_CONV_ROWS at a time (their outputs ow * n floats apart): tiles of several rows (a pixel alone is a
+ * 1-row tile, a chain of k dependent FMAs: at k = 1152 the two edge pixels of a 16-wide row cost more than its
+ * 14 others). */
+static void sconv_column(sconv_rows_fn rows, const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x,
+                         int32_t ox, int32_t oy0, int32_t oy1, float *y, float *work) {
+    const int32_t k = g->k;
+    int32_t oy, q;
+    for (oy = oy0; oy < oy1; oy += EDGE_SIMD_F32_CONV_ROWS) {
+        const int32_t m = oy1 - oy < EDGE_SIMD_F32_CONV_ROWS ? oy1 - oy : EDGE_SIMD_F32_CONV_ROWS;
+        for (q = 0; q < m; q++) conv_window_row(p, x, oy + q, ox, work + (int64_t)q * k);
+        rows(g, work, m, k, 1, k, 0, 0, 0, g->n, y + ((int64_t)oy * p->ow + ox) * g->n, (int64_t)p->ow * g->n);
+    }
+}
+
+/* Row oy's pixels [*a, *b) read in place (windows inside the input's columns, some filter row inside its rows)
+ * and its filter rows inside the input [*fy0, *fy1). */
+static void sconv_span(const edge_simd_dwf_t *p, int32_t oy, int32_t oxa, int32_t oxb, int32_t *a, int32_t *b,
+                       int32_t *fy0, int32_t *fy1) {
+    f32_taps(oy * p->sh - p->pt, p->dh, p->h, p->kh, fy0, fy1);
+    *a = oxa;
+    *b = *fy0 < *fy1 ? oxb : oxa; /* every tap in the padding: the im2col rows (zeros) */
+}
+
+/* Output rows in bands of at least SCONV_BAND_PIXELS pixels read in place; per band each slice of 2 x NR columns
+ * of the packed filter (2 x k x 64 bytes: beyond L1 for a deep window, 147 KB at k = 9 x 128) is read for the whole
+ * band, not once per row. A row's pixels whose windows lie inside the input's columns are GEMM rows sw * c floats
+ * apart, each row's k values the filter rows inside the input (runs of kw * c floats, dh * w * c apart); the edge
+ * columns' pixels through im2col rows, a column at a time. */
+#define SCONV_BAND_PIXELS 48
 static void sconv_run(sconv_rows_fn rows, const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x,
                       int32_t oy0, int32_t oy1, float *y, float *work) {
     const int32_t c = p->c, len = p->kw * c;
-    int32_t oy, oxa, oxb, fy0, fy1;
+    int32_t oy, ob, oe, n0, oxa, oxb, a, b, fy0, fy1, band;
     f32_dw_inner_cols(p, &oxa, &oxb);
-    for (oy = oy0; oy < oy1; oy++) {
-        const int32_t iy0 = oy * p->sh - p->pt;
-        float *yrow = y + (int64_t)oy * p->ow * g->n;
-        int32_t a = oxa, b = oxb;
-        f32_taps(iy0, p->dh, p->h, p->kh, &fy0, &fy1);
-        if (fy0 >= fy1) b = a; /* every tap in the padding: the im2col rows (zeros) */
-        if (a < b)
-            rows(g, x + ((int64_t)(iy0 + fy0 * p->dh) * p->w + (int64_t)a * p->sw - p->pl) * c, b - a,
-                 (int64_t)p->sw * c, fy1 - fy0, len, (int64_t)p->dh * p->w * c, (int64_t)fy0 * len * NR,
-                 yrow + (int64_t)a * g->n, g->n);
-        sconv_copied(rows, g, p, x, oy, 0, a, yrow, work);
-        sconv_copied(rows, g, p, x, oy, b, p->ow, yrow, work);
+    band = oxb > oxa ? (SCONV_BAND_PIXELS + (oxb - oxa) - 1) / (oxb - oxa) : 1;
+    for (ob = oy0; ob < oy1; ob = oe) {
+        oe = oy1 - ob < band ? oy1 : ob + band;
+        for (n0 = 0; n0 < g->n; n0 += 2 * NR)
+            for (oy = ob; oy < oe; oy++) {
+                const int32_t iy0 = oy * p->sh - p->pt;
+                sconv_span(p, oy, oxa, oxb, &a, &b, &fy0, &fy1);
+                if (a < b)
+                    rows(g, x + ((int64_t)(iy0 + fy0 * p->dh) * p->w + (int64_t)a * p->sw - p->pl) * c, b - a,
+                         (int64_t)p->sw * c, fy1 - fy0, len, (int64_t)p->dh * p->w * c, (int64_t)fy0 * len * NR, n0,
+                         g->n - n0 < 2 * NR ? g->n : n0 + 2 * NR, y + ((int64_t)oy * p->ow + a) * g->n, g->n);
+            }
+        for (oy = ob; oy < oe; oy++) { /* a row whose taps all lie in the padding: its inner pixels too */
+            sconv_span(p, oy, oxa, oxb, &a, &b, &fy0, &fy1);
+            if (a == b) sconv_copied(rows, g, p, x, oy, oxa, oxb, y + (int64_t)oy * p->ow * g->n, work);
+        }
     }
+    for (ob = 0; ob < p->ow; ob++)
+        if (ob < oxa || ob >= oxb) sconv_column(rows, g, p, x, ob, oy0, oy1, y, work);
 }
 
 int32_t edge_simd_sconv(const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x, int32_t oy0,
