@@ -7,9 +7,10 @@ XNNPACK, in one run.
 DIR is another checkout (or an exported copy, `git archive REV | tar -x -C DIR`) whose firmware_c is built there
 (`make -C DIR/firmware_c host`): the "before". Three long-lived workers, one thread each: the C runtime of this
 checkout ("after"), the C runtime of DIR ("before"), LiteRT's default kernels (XNNPACK; one thread runs on the
-caller's). Every item is timed in short bursts, the three in turns, --rounds times (a shared machine's drift falls
-on all three), each invoke by the calling thread's CPU time (time.thread_time: the time the scheduler gave other
-jobs is not counted; on a machine loaded several times over wall-clock bursts swung 0.7-1.4x run to run); per item
+caller's). Every item is timed in short bursts, the three in turns (the order rotating every round), --rounds times
+(a shared machine's drift falls on all three), each invoke by the calling thread's CPU time (time.thread_time: the
+time the scheduler gave other jobs is not counted; on a machine loaded several times over wall-clock bursts swung
+0.7-1.4x run to run); per item
 the median of the bursts' medians. Items: every distinct int8 CONV_2D node with a window (its kernel is not 1x1, or it strides
 or pads; --pointwise: the 1x1 stride-1 nodes instead, the direct GEMM's) cut from the models (benchmarks/c_runtime.py's one_op_model: same shapes, options, constants,
 quantization), then the whole models: ../shared's int8 models (mobilenet_v2 quantized, person_detect: LiteRT
@@ -167,9 +168,13 @@ def _compare(a, paths: list[Path], tmp: Path) -> int:
     workers = {"after": Worker("c", ROOT), "before": Worker("c", a.before), "xnn": Worker("xnn", ROOT)}
     times = {name: {k: [] for k in workers} for name, _ in items}
     notes = {name: {} for name, _ in items}
-    for _ in range(a.rounds):
+    order = list(workers.items())
+    for rnd in range(a.rounds):
         for name, path in items:
-            for k, w in workers.items():
+            # the order rotates every round: a fixed one charged the worker first in every turn (after XNNPACK's burst:
+            # cold caches) 4-50% on float models (palm_detection_lite after / before 1.13, and 1.04 with the two
+            # checkouts' roles swapped; mobilenet_v3s 224 1.18 / 1.56; whole-process pairs: 0.91)
+            for k, w in order[rnd % 3:] + order[:rnd % 3]:
                 r = w.ask(path, a.seconds)
                 if "error" in r:
                     notes[name][k] = r["error"]

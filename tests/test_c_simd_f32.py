@@ -600,3 +600,46 @@ def test_pool_f32_masked_channels_same_bits_as_portable(backend, levels, op, c):
     x.reshape(-1)[5:: 17] = -0.0
     x.reshape(-1)[7:: 29] = np.inf
     _same_bits_at_every_level(backend, levels, model, [x])
+
+
+# ------------------------------------------------------------------ float conv without im2col (issue 26)
+# (h, w, c, o, kh, kw, sh, sw, dh, padding, activation): first layers (3 channels, 3x3 / 5x5 stride 2, MediaPipe's
+# 5x5 s2 into 24-32 channels), windows cut by every edge (a row of pixels left and right of the interior, the top and
+# bottom rows' taps in the padding), a 7x7 window on a 2-row input, rows with every tap in the padding, odd channel counts,
+# a row dilation (runs dh * w * c floats apart), stride 1 3x3 (U-Net), an interior narrower than a tile.
+DIRECT_SHAPES = [
+    (33, 31, 3, 16, 3, 3, 2, 2, 1, "SAME", "RELU6"),
+    (48, 40, 3, 24, 5, 5, 2, 2, 1, "SAME", "NONE"),
+    (19, 23, 5, 33, 3, 3, 1, 1, 1, "SAME", "RELU"),
+    (2, 9, 7, 17, 7, 7, 1, 1, 1, "SAME", "NONE"),
+    (21, 17, 9, 40, 3, 3, 1, 2, 2, "SAME", "RELU_N1_TO_1"),
+    (16, 16, 32, 48, 3, 3, 1, 1, 1, "VALID", "NONE"),
+    (9, 6, 11, 65, 5, 3, 2, 1, 1, "SAME", "RELU6"),
+    (3, 10, 5, 20, 2, 3, 1, 1, 5, "SAME", "RELU"),      # rows 0, 1: both filter rows in the padding
+    (16, 16, 128, 40, 3, 3, 1, 1, 1, "SAME", "NONE"),   # k 1152: edge columns as tiles of 8 rows
+]
+
+
+@pytest.mark.parametrize("shape", DIRECT_SHAPES, ids=lambda s: "x".join(map(str, s[:6])) + f"s{s[6]}{s[7]}d{s[8]}{s[9]}")
+def test_conv_f32_direct_same_bits_as_im2col_and_close_to_litert(backend, levels, shape):
+    """The conv that reads the windows where they lie (edge_simd_sconv) gives the same bits on the AVX-512 8 x 32 tile
+    as on the AVX2 6 x 16 one (the same FMAs in the same order; a tap in the padding adds nothing: the im2col GEMM's
+    bits, which test_aarch64_neon_f32_gives_the_x86_bits holds against NEON's im2col path), at 1 and 2 threads, within
+    1e-5 of the portable kernel; the portable kernel within 1e-4 of LiteRT's reference kernels."""
+    h, w, c, o, kh, kw, sh, sw, dh, padding, act = shape
+    lib, lv = levels
+    rng = np.random.default_rng(sum(shape[:9]))
+    oh, ow = _out(padding, sh, dh, h, kh), _out(padding, sw, 1, w, kw)
+    model = op_model("CONV_2D", [F((1, h, w, c)), F((o, kh, kw, c), rng.standard_normal((o, kh, kw, c))),
+                                 F((o,), rng.standard_normal(o))], [F((1, oh, ow, o))],
+                     options={"padding": padding, "stride_h": sh, "stride_w": sw, "dilation_h_factor": dh,
+                              "dilation_w_factor": 1, "fused_activation_function": act}, version=1)
+    feeds = [rng.uniform(-2, 2, (1, h, w, c)).astype(np.float32)]
+    ref = _at_every_level(backend, levels, model, feeds)
+    assert_close_of_range(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference", tol=1e-4)
+    if 2 not in lv:
+        pytest.skip("this CPU has no AVX-512 level beside AVX2")
+    avx2 = _run(backend, lib, 1, model, feeds)[0]
+    for threads in (1, 2):
+        avx512 = _run(backend, lib, 2, model, feeds, num_threads=threads)[0]
+        np.testing.assert_array_equal(avx512, avx2, err_msg=f"AVX-512 ({threads} threads) vs AVX2")

@@ -980,6 +980,8 @@ typedef struct {
     const edge_simd_sgemm_t *g;
     const float *xb;
     float *yb, *scr;
+    edge_simd_dwf_t p;          /* the geometry, for edge_simd_sconv */
+    int32_t direct;             /* edge_simd_sconv runs this layer (no im2col copy) */
 } convf_job_t;
 
 /* float32, part t of n: its share of the output pixels (of the output rows for a strided 1x1 filter). */
@@ -997,6 +999,13 @@ static void convf_job(void *arg, int32_t t, int32_t n, int32_t slot) {
                 edge_simd_sgemm(j->g, j->xb + (int64_t)p * d->sh * d->geo.w * c, d->geo.ow, (int64_t)d->sw * c, 0, o,
                                 j->yb + (int64_t)p * d->geo.ow * o, o);
         }
+        return;
+    }
+    if (j->direct) { /* a share of the output rows, the windows read where they lie */
+        edge_simd_split(d->geo.oh, 1, t, n, &p0, &p1);
+        if (p0 < p1)
+            edge_simd_sconv(j->g, &j->p, j->xb, p0, p1, j->yb,
+                            j->scr + (size_t)slot * (d->simd_part_bytes / sizeof(float)));
         return;
     }
     edge_simd_split(d->geo.oh * d->geo.ow, mb, t, n, &p0, &p1);
@@ -1046,6 +1055,10 @@ static void conv_float_simd(const edge_node_t *node, edge_ctx_t *ctx, const conv
     j.d = d;
     j.g = &g;
     j.scr = g.rows ? (float *)edge_scratch(ctx, node, d->simd_scratch) : 0;
+    j.p.h = d->geo.h, j.p.w = d->geo.w, j.p.c = d->c, j.p.oh = d->geo.oh, j.p.ow = d->geo.ow;
+    j.p.kh = d->kh, j.p.kw = d->kw, j.p.sh = d->sh, j.p.sw = d->sw, j.p.dh = d->dh, j.p.dw = d->dw;
+    j.p.pt = d->geo.pt, j.p.pl = d->geo.pl, j.p.lo = g.lo, j.p.hi = g.hi;
+    j.direct = g.rows && edge_simd_sconv(&g, &j.p, 0, 0, 0, 0, 0);
     for (b = 0; b < d->n; b++) {
         j.xb = x + (int64_t)b * d->geo.h * d->geo.w * d->c;
         j.yb = y + (int64_t)b * npix * d->o;

@@ -136,9 +136,9 @@ static inline int32_t edge_simd_parts(int64_t work, int32_t prepared) {
 
 /* ============================================================================================== float32
  * src/simd/edge_simd_f32_x86.c (AVX2 + FMA, at both x86-64 levels) and src/simd/edge_simd_f32_arm.c (NEON, at
- * both aarch64 levels). CONV_2D (one group: 1x1 filters on the input rows as they are, else im2col rows),
- * FULLY_CONNECTED and BATCH_MATMUL run one packed-panel SGEMM; DEPTHWISE_CONV_2D (multiplier 1) runs channel
- * vectors per output pixel.
+ * both aarch64 levels). CONV_2D (one group: 1x1 filters on the input rows as they are, else on x86-64 the
+ * windows where they lie (edge_simd_sconv), on aarch64 im2col rows), FULLY_CONNECTED and BATCH_MATMUL run one
+ * packed-panel SGEMM; DEPTHWISE_CONV_2D (multiplier 1) runs channel vectors per output pixel.
  *
  * Numerics: every output is one sum in k order (a conv's taps in (fy, fx, i) order, as the portable kernels),
  * each step one fused multiply-add, from 0; then + bias, then the clamp to [lo, hi] (a NaN passes, as in the
@@ -189,6 +189,17 @@ typedef struct {
     int32_t h, w, c, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl;
     float lo, hi;
 } edge_simd_dwf_t;
+/* float32 CONV_2D (one group) without an im2col copy: output rows [oy0, oy1) of one batch, g the filter packed by
+ * edge_simd_sgemm_pack as [o, kh * kw * c] (its clamp), p the geometry (its lo / hi unused), x the batch's input
+ * [h, w, c], y its output [oh, ow, o]. A row's pixels whose windows lie inside the input's columns are GEMM rows
+ * read where they lie (their filter rows inside the input, each kw * c contiguous floats), the others im2col rows
+ * of k floats, EDGE_SIMD_F32_CONV_ROWS at a time in work. Each output the GEMM's FMAs in the GEMM's order, the
+ * taps in the padding skipped (a zero tap's FMA adds nothing: the im2col path's bits). Returns 0 when this level
+ * (or a dilated filter column) has no such path (y NULL: only asks): both x86-64 levels, not aarch64 yet. */
+#define EDGE_SIMD_F32_CONV_ROWS 8
+int32_t edge_simd_sconv(const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x, int32_t oy0,
+                        int32_t oy1, float *y, float *work);
+
 /* int8 CONV_2D through an indirection table (XNNPACK's igemm, without its im2col copy): the filter packed tap by
  * tap in the VNNI layout (each tap's c values padded to cpad, a multiple of 4: one VPDPBUSD step per 4 channels
  * of a tap), and where every tap of every output pixel reads its input row, factored by axis: an output pixel

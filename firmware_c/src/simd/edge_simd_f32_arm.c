@@ -121,6 +121,13 @@ static INLINE void sg_row2(const float *a, const float *pb, int64_t pstride, con
     }
 }
 
+/* No im2col-free float conv on aarch64 yet: conv_2d.c's im2col rows. */
+int32_t edge_simd_sconv(const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x, int32_t oy0,
+                        int32_t oy1, float *y, float *work) {
+    (void)g, (void)p, (void)x, (void)oy0, (void)oy1, (void)y, (void)work;
+    return 0;
+}
+
 void edge_simd_sgemm(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0, int32_t n1,
                      float *y, int64_t ldy) {
     const int32_t k = g->k;

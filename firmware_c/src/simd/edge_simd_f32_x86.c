@@ -4,7 +4,9 @@
  * SGEMM: a 6 x 16 register tile (12 ymm sums; per k two loads of the packed panel, six broadcasts of a), over
  * blocks of rows sized so that they stay in L2 while each 16-column panel (k x 64 bytes) is reused from L1/L2.
  * A single row (FULLY_CONNECTED with one batch) runs four panels at once instead (eight independent sums).
- * At the AVX-512 level (EDGE_SIMD_X86_AVX512VNNI: F/BW/VL/DQ are part of it) an 8 x 32 zmm tile (sgemm_512).
+ * At the AVX-512 level (EDGE_SIMD_X86_AVX512VNNI: F/BW/VL/DQ are part of it) an 8 x 32 zmm tile (sgemm_512). A conv
+ * with a window runs the level's tile on the input where it lies (edge_simd_sconv: an im2col copy of a first layer's
+ * 27-float windows cost twice its GEMM), only the pixels at the left / right edges through im2col rows.
  * Depthwise: eight channels per ymm (a masked load / store for the last c % 8), the taps of each output pixel in
  * (fy, fx) order; a 3x3 window wholly inside the input keeps its nine weight vectors in registers along the row.
  * Every function with wider instructions than the x86-64 baseline carries the target attribute.
@@ -64,22 +66,30 @@ static INLINE T_AVX2 void f32_store16(float *y, __m256 v0, __m256 v1, int32_t co
     if (mr > r)                                                                                              \
         f32_store16(y + r * ldy, f32_clamp(_mm256_add_ps(s##r##0, bv0), lo, hi),                             \
                     f32_clamp(_mm256_add_ps(s##r##1, bv1), lo, hi), cols);
-static INLINE T_AVX2 void sg_tile(const int32_t mr, const float *a, int64_t lda, const float *pb, const float *bias,
-                                  int32_t k, __m256 lo, __m256 hi, float *y, int64_t ldy, int32_t cols) {
+/* (a row's k values in nseg runs of len floats, step apart, as z_tile's: a GEMM one run of k) */
+static INLINE T_AVX2 void sg_tile_runs(const int32_t mr, const float *a, int64_t lda, const float *pb, const float *bias,
+                                       int32_t nseg, int32_t len, int64_t step, __m256 lo, __m256 hi, float *y,
+                                       int64_t ldy, int32_t cols) {
     __m256 s00 = _mm256_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
     __m256 s40 = s00, s41 = s00, s50 = s00, s51 = s00;
     const float *a0 = a, *a1 = a0 + (mr > 1 ? lda : 0), *a2 = a1 + (mr > 2 ? lda : 0), *a3 = a2 + (mr > 3 ? lda : 0);
     const float *a4 = a3 + (mr > 4 ? lda : 0), *a5 = a4 + (mr > 5 ? lda : 0);
-    int32_t kk;
-    for (kk = 0; kk < k; kk++, pb += NR) {
-        const __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
-        SG_ROW(0) SG_ROW(1) SG_ROW(2) SG_ROW(3) SG_ROW(4) SG_ROW(5)
+    int32_t kk, sg;
+    for (sg = 0; sg < nseg; sg++) {
+        for (kk = 0; kk < len; kk++, pb += NR) {
+            const __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
+            SG_ROW(0) SG_ROW(1) SG_ROW(2) SG_ROW(3) SG_ROW(4) SG_ROW(5)
+        }
+        a0 += step, a1 += step, a2 += step, a3 += step, a4 += step, a5 += step;
     }
     {
         const __m256 bv0 = _mm256_loadu_ps(bias), bv1 = _mm256_loadu_ps(bias + 8);
         SG_OUT(0) SG_OUT(1) SG_OUT(2) SG_OUT(3) SG_OUT(4) SG_OUT(5)
     }
 }
+
+#define sg_tile(mr, a, lda, pb, bias, k, lo, hi, y, ldy, cols) \
+    sg_tile_runs(mr, a, lda, pb, bias, 1, k, 0, lo, hi, y, ldy, cols)
 
 /* More rows: blocks of them in sg_tile's tiles (edge_simd_f32_scalar.h). */
 F32_SGEMM_BLOCKS(sg_blocks, INLINE T_AVX2, __m256, sg_tile)
@@ -164,19 +174,24 @@ static INLINE T_SG512 __mmask16 z_cols(int32_t cols) {
         _mm512_mask_storeu_ps(y + r * ldy, m0, z_clamp(_mm512_add_ps(s##r##0, bv0), lo, hi));                \
         if (two) _mm512_mask_storeu_ps(y + r * ldy + NR, m1, z_clamp(_mm512_add_ps(s##r##1, bv1), lo, hi));  \
     }
-/* mr (<= Z_MR) rows of a against one panel pb0 (two: and the next, pb1): columns [0, cols) of y's 16 or 32. */
+/* mr (<= Z_MR) rows of a against one panel pb0 (two: and the next, pb1): columns [0, cols) of y's 16 or 32. A row's
+ * k values lie in nseg runs of len floats, step floats apart (a GEMM: one run of k; a conv's window: its filter
+ * rows, each kw * c input floats, without an im2col copy); the panels' values in the same order. */
 static INLINE T_SG512 void z_tile(const int32_t mr, const int two, const float *a, int64_t lda, const float *pb0,
-                                const float *pb1, const float *bias, int32_t k, __m512 lo, __m512 hi, float *y,
-                                int64_t ldy, int32_t cols) {
+                                const float *pb1, const float *bias, int32_t nseg, int32_t len, int64_t step,
+                                __m512 lo, __m512 hi, float *y, int64_t ldy, int32_t cols) {
     __m512 s00 = _mm512_setzero_ps(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
     __m512 s40 = s00, s41 = s00, s50 = s00, s51 = s00, s60 = s00, s61 = s00, s70 = s00, s71 = s00;
     const float *a0 = a, *a1 = a0 + (mr > 1 ? lda : 0), *a2 = a1 + (mr > 2 ? lda : 0), *a3 = a2 + (mr > 3 ? lda : 0);
     const float *a4 = a3 + (mr > 4 ? lda : 0), *a5 = a4 + (mr > 5 ? lda : 0), *a6 = a5 + (mr > 6 ? lda : 0);
     const float *a7 = a6 + (mr > 7 ? lda : 0);
-    int32_t kk;
-    for (kk = 0; kk < k; kk++, pb0 += NR, pb1 += NR) {
-        const __m512 b0 = _mm512_loadu_ps(pb0), b1 = two ? _mm512_loadu_ps(pb1) : b0;
-        Z_ROW(0) Z_ROW(1) Z_ROW(2) Z_ROW(3) Z_ROW(4) Z_ROW(5) Z_ROW(6) Z_ROW(7)
+    int32_t kk, sg;
+    for (sg = 0; sg < nseg; sg++) {
+        for (kk = 0; kk < len; kk++, pb0 += NR, pb1 += NR) {
+            const __m512 b0 = _mm512_loadu_ps(pb0), b1 = two ? _mm512_loadu_ps(pb1) : b0;
+            Z_ROW(0) Z_ROW(1) Z_ROW(2) Z_ROW(3) Z_ROW(4) Z_ROW(5) Z_ROW(6) Z_ROW(7)
+        }
+        a0 += step, a1 += step, a2 += step, a3 += step, a4 += step, a5 += step, a6 += step, a7 += step;
     }
     {
         const __m512 bv0 = _mm512_loadu_ps(bias), bv1 = two ? _mm512_loadu_ps(bias + NR) : bv0;
@@ -185,44 +200,179 @@ static INLINE T_SG512 void z_tile(const int32_t mr, const int two, const float *
     }
 }
 
+#define Z_CALL(mr, two) z_tile(mr, two, ai, lda, pb, pb + pstride, bias + c, nseg, len, step, lo, hi, yi, ldy, cols)
 #define Z_TILES(two)                                                                                         \
     switch (i1 - i < Z_MR ? i1 - i : Z_MR) {                                                                 \
-    case 8: z_tile(8, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    case 7: z_tile(7, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    case 6: z_tile(6, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    case 5: z_tile(5, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    case 4: z_tile(4, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    case 3: z_tile(3, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    case 2: z_tile(2, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;            \
-    default: z_tile(1, two, ai, lda, pb, pb + pstride, bias + c, k, lo, hi, yi, ldy, cols); break;           \
+    case 8: Z_CALL(8, two); break;                                                                           \
+    case 7: Z_CALL(7, two); break;                                                                           \
+    case 6: Z_CALL(6, two); break;                                                                           \
+    case 5: Z_CALL(5, two); break;                                                                           \
+    case 4: Z_CALL(4, two); break;                                                                           \
+    case 3: Z_CALL(3, two); break;                                                                           \
+    case 2: Z_CALL(2, two); break;                                                                           \
+    default: Z_CALL(1, two); break;                                                                          \
     }
 
-/* Rows in blocks that stay in L2 (about 128 KB of a: 8 to 768 rows), each block against every pair of panels of
- * [n0, n1) (a pair: 2 x k x 64 bytes, reused from L1 by every tile of the block). */
-static T_SG512 void sgemm_512(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0,
-                            int32_t n1, float *y, int64_t ldy) {
-    const int32_t k = g->k;
-    const int64_t pstride = (int64_t)NR * k;
-    const __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);
-    const float *bias = g->packed, *panels = g->packed + g->npad;
-    int32_t mc = (int32_t)((128 * 1024 / 4) / (k > 0 ? k : 1)), i0, i, c;
-    mc = mc < Z_MR ? Z_MR : (mc > 768 ? 768 : mc / Z_MR * Z_MR);
-    for (i0 = 0; i0 < m; i0 += mc) {
-        const int32_t i1 = m - i0 < mc ? m : i0 + mc;
-        for (c = n0; c < n1; c += 2 * NR) {
-            const float *pb = panels + (int64_t)(c / NR) * pstride;
-            const int32_t cols = n1 - c;
-            for (i = i0; i < i1; i += Z_MR) {
-                const float *ai = a + (int64_t)i * lda;
-                float *yi = y + (int64_t)i * ldy + c;
-                if (cols > NR) {
-                    Z_TILES(1)
-                } else {
-                    Z_TILES(0)
-                }
+/* Rows [0, m) of a (stride lda; each row's values in nseg runs of len, step apart: z_tile) against every pair of
+ * panels of [n0, n1), their values from pofs on (a pair: 2 x k x 64 bytes, reused from L1 / L2 by every tile). */
+static INLINE T_SG512 void z_rows(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t nseg,
+                                  int32_t len, int64_t step, int64_t pofs, int32_t n0, int32_t n1, float *y,
+                                  int64_t ldy, __m512 lo, __m512 hi) {
+    const int64_t pstride = (int64_t)NR * g->k;
+    const float *bias = g->packed, *panels = g->packed + g->npad + pofs;
+    const int32_t i1 = m;
+    int32_t i, c;
+    for (c = n0; c < n1; c += 2 * NR) {
+        const float *pb = panels + (int64_t)(c / NR) * pstride;
+        const int32_t cols = n1 - c;
+        for (i = 0; i < i1; i += Z_MR) {
+            const float *ai = a + (int64_t)i * lda;
+            float *yi = y + (int64_t)i * ldy + c;
+            if (cols > NR) {
+                Z_TILES(1)
+            } else {
+                Z_TILES(0)
             }
         }
     }
+}
+
+/* Rows in blocks that stay in L2 (about 128 KB of a: 8 to 768 rows), each block against every pair of panels of
+ * [n0, n1). */
+static T_SG512 void sgemm_512(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0,
+                            int32_t n1, float *y, int64_t ldy) {
+    const int32_t k = g->k;
+    const __m512 lo = _mm512_set1_ps(g->lo), hi = _mm512_set1_ps(g->hi);
+    int32_t mc = (int32_t)((128 * 1024 / 4) / (k > 0 ? k : 1)), i0;
+    mc = mc < Z_MR ? Z_MR : (mc > 768 ? 768 : mc / Z_MR * Z_MR);
+    for (i0 = 0; i0 < m; i0 += mc)
+        z_rows(g, a + (int64_t)i0 * lda, m - i0 < mc ? m - i0 : mc, lda, 1, k, 0, 0, n0, n1, y + (int64_t)i0 * ldy,
+               ldy, lo, hi);
+}
+
+/* Rows [0, m) of a (stride lda, each row's values in nseg runs of len, step apart) against every panel of g, the
+ * panels' values from pofs on, into y (stride ldy): a conv's GEMM on its input as it lies, one per level. */
+typedef void (*sconv_rows_fn)(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t nseg,
+                              int32_t len, int64_t step, int64_t pofs, int32_t n0, int32_t n1, float *y, int64_t ldy);
+
+static T_SG512 void sconv_rows_512(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t nseg,
+                                   int32_t len, int64_t step, int64_t pofs, int32_t n0, int32_t n1, float *y,
+                                   int64_t ldy) {
+    z_rows(g, a, m, lda, nseg, len, step, pofs, n0, n1, y, ldy, _mm512_set1_ps(g->lo), _mm512_set1_ps(g->hi));
+}
+
+#define SG_RUNS(mr) sg_tile_runs(mr, ai, lda, pb, bias + c, nseg, len, step, lo, hi, yi, ldy, n1 - c)
+static T_AVX2 void sconv_rows_avx2(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t nseg,
+                                   int32_t len, int64_t step, int64_t pofs, int32_t n0, int32_t n1, float *y,
+                                   int64_t ldy) {
+    const __m256 lo = _mm256_set1_ps(g->lo), hi = _mm256_set1_ps(g->hi);
+    const int64_t pstride = (int64_t)NR * g->k;
+    const float *bias = g->packed, *panels = g->packed + g->npad + pofs;
+    int32_t c, i;
+    for (c = n0; c < n1; c += NR) {
+        const float *pb = panels + (int64_t)(c / NR) * pstride;
+        for (i = 0; i < m; i += EDGE_SIMD_F32_MR) {
+            const float *ai = a + (int64_t)i * lda;
+            float *yi = y + (int64_t)i * ldy + c;
+            switch (m - i < EDGE_SIMD_F32_MR ? m - i : EDGE_SIMD_F32_MR) {
+            case 6: SG_RUNS(6); break;
+            case 5: SG_RUNS(5); break;
+            case 4: SG_RUNS(4); break;
+            case 3: SG_RUNS(3); break;
+            case 2: SG_RUNS(2); break;
+            default: SG_RUNS(1); break;
+            }
+        }
+    }
+}
+
+/* Output pixel (oy, ox)'s window as an im2col row of k floats (taps in the padding 0: they add nothing). */
+static void conv_window_row(const edge_simd_dwf_t *p, const float *x, int32_t oy, int32_t ox, float *row) {
+    const int32_t iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl, c = p->c;
+    int32_t fy, fx;
+    for (fy = 0; fy < p->kh; fy++) {
+        const int32_t iy = iy0 + fy * p->dh;
+        for (fx = 0; fx < p->kw; fx++, row += c) {
+            const int32_t ix = ix0 + fx * p->dw;
+            if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) memset(row, 0, sizeof(float) * (size_t)c);
+            else memcpy(row, x + ((int64_t)iy * p->w + ix) * c, sizeof(float) * (size_t)c);
+        }
+    }
+}
+
+/* Output pixels [ox0, ox1) of row oy through im2col rows, EDGE_SIMD_F32_CONV_ROWS at a time in work. */
+static void sconv_copied(sconv_rows_fn rows, const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x,
+                         int32_t oy, int32_t ox0, int32_t ox1, float *yrow, float *work) {
+    const int32_t k = g->k;
+    int32_t ox, q;
+    for (ox = ox0; ox < ox1; ox += EDGE_SIMD_F32_CONV_ROWS) {
+        const int32_t m = ox1 - ox < EDGE_SIMD_F32_CONV_ROWS ? ox1 - ox : EDGE_SIMD_F32_CONV_ROWS;
+        for (q = 0; q < m; q++) conv_window_row(p, x, oy, ox + q, work + (int64_t)q * k);
+        rows(g, work, m, k, 1, k, 0, 0, 0, g->n, yrow + (int64_t)ox * g->n, g->n);
+    }
+}
+
+/* Column ox's pixels of rows [oy0, oy1) (a window cut by the left / right edge) through im2col rows,
+ * EDGE_SIMD_F32_CONV_ROWS at a time (their outputs ow * n floats apart): tiles of several rows (a pixel alone is a
+ * 1-row tile, a chain of k dependent FMAs: at k = 1152 the two edge pixels of a 16-wide row cost more than its
+ * 14 others). */
+static void sconv_column(sconv_rows_fn rows, const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x,
+                         int32_t ox, int32_t oy0, int32_t oy1, float *y, float *work) {
+    const int32_t k = g->k;
+    int32_t oy, q;
+    for (oy = oy0; oy < oy1; oy += EDGE_SIMD_F32_CONV_ROWS) {
+        const int32_t m = oy1 - oy < EDGE_SIMD_F32_CONV_ROWS ? oy1 - oy : EDGE_SIMD_F32_CONV_ROWS;
+        for (q = 0; q < m; q++) conv_window_row(p, x, oy + q, ox, work + (int64_t)q * k);
+        rows(g, work, m, k, 1, k, 0, 0, 0, g->n, y + ((int64_t)oy * p->ow + ox) * g->n, (int64_t)p->ow * g->n);
+    }
+}
+
+/* Row oy's pixels [*a, *b) read in place (windows inside the input's columns, some filter row inside its rows)
+ * and its filter rows inside the input [*fy0, *fy1). */
+static void sconv_span(const edge_simd_dwf_t *p, int32_t oy, int32_t oxa, int32_t oxb, int32_t *a, int32_t *b,
+                       int32_t *fy0, int32_t *fy1) {
+    f32_taps(oy * p->sh - p->pt, p->dh, p->h, p->kh, fy0, fy1);
+    *a = oxa;
+    *b = *fy0 < *fy1 ? oxb : oxa; /* every tap in the padding: the im2col rows (zeros) */
+}
+
+/* Output rows in bands of at least SCONV_BAND_PIXELS pixels read in place; per band each slice of 2 x NR columns
+ * of the packed filter (2 x k x 64 bytes: beyond L1 for a deep window, 147 KB at k = 9 x 128) is read for the whole
+ * band, not once per row. A row's pixels whose windows lie inside the input's columns are GEMM rows sw * c floats
+ * apart, each row's k values the filter rows inside the input (runs of kw * c floats, dh * w * c apart); the edge
+ * columns' pixels through im2col rows, a column at a time. */
+#define SCONV_BAND_PIXELS 48
+static void sconv_run(sconv_rows_fn rows, const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x,
+                      int32_t oy0, int32_t oy1, float *y, float *work) {
+    const int32_t c = p->c, len = p->kw * c;
+    int32_t oy, ob, oe, n0, oxa, oxb, a, b, fy0, fy1, band;
+    f32_dw_inner_cols(p, &oxa, &oxb);
+    band = oxb > oxa ? (SCONV_BAND_PIXELS + (oxb - oxa) - 1) / (oxb - oxa) : 1;
+    for (ob = oy0; ob < oy1; ob = oe) {
+        oe = oy1 - ob < band ? oy1 : ob + band;
+        for (n0 = 0; n0 < g->n; n0 += 2 * NR)
+            for (oy = ob; oy < oe; oy++) {
+                const int32_t iy0 = oy * p->sh - p->pt;
+                sconv_span(p, oy, oxa, oxb, &a, &b, &fy0, &fy1);
+                if (a < b)
+                    rows(g, x + ((int64_t)(iy0 + fy0 * p->dh) * p->w + (int64_t)a * p->sw - p->pl) * c, b - a,
+                         (int64_t)p->sw * c, fy1 - fy0, len, (int64_t)p->dh * p->w * c, (int64_t)fy0 * len * NR, n0,
+                         g->n - n0 < 2 * NR ? g->n : n0 + 2 * NR, y + ((int64_t)oy * p->ow + a) * g->n, g->n);
+            }
+        for (oy = ob; oy < oe; oy++) { /* a row whose taps all lie in the padding: its inner pixels too */
+            sconv_span(p, oy, oxa, oxb, &a, &b, &fy0, &fy1);
+            if (a == b) sconv_copied(rows, g, p, x, oy, oxa, oxb, y + (int64_t)oy * p->ow * g->n, work);
+        }
+    }
+    for (ob = 0; ob < p->ow; ob++)
+        if (ob < oxa || ob >= oxb) sconv_column(rows, g, p, x, ob, oy0, oy1, y, work);
+}
+
+int32_t edge_simd_sconv(const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x, int32_t oy0,
+                        int32_t oy1, float *y, float *work) {
+    if (g->level < EDGE_SIMD_X86_AVX2 || p->dw != 1) return 0;
+    if (y) sconv_run(g->level >= EDGE_SIMD_X86_AVX512VNNI ? sconv_rows_512 : sconv_rows_avx2, g, p, x, oy0, oy1, y, work);
+    return 1;
 }
 
 void edge_simd_sgemm(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t n0, int32_t n1,
