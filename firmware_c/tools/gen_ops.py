@@ -285,6 +285,51 @@ def type_defines(paths: list[str]) -> list[str]:
     return [f"-D{macro}=0" for code, macro in TYPE_SWITCHES.values() if code not in used]
 
 
+def _ints(f: _Flat, t, slot: int) -> list[int]:
+    """A vector-of-int32 field ([] when absent)."""
+    off = f.field(t, slot)
+    if not off:
+        return []
+    vec = t[0] + off + f.u32(t[0] + off)
+    n = f.u32(vec)
+    f._check(vec + 4, 4 * n)
+    return list(struct.unpack_from(f"<{n}i", f.b, vec + 4))
+
+
+def _narrow_conv(path: str) -> bool:
+    """Whether some CONV_2D of the model has a filter depth (input channels per group) that is not a multiple of
+    four, or a filter this scan cannot read: the layers conv_2d.c's staged im2col is for."""
+    f = _Flat(path)
+    m = f.model()
+    codes = [max(f.scalar(t, 0, "<b"), f.scalar(t, 3, "<i")) for t in f.tables(m, 1)]  # Model.operator_codes
+    for sg in f.tables(m, 2):  # Model.subgraphs
+        tensors = f.tables(sg, 0)
+        for op in f.tables(sg, 3):  # SubGraph.operators: opcode_index 0, inputs 1
+            idx = f.scalar(op, 0, "<I")
+            if idx >= len(codes) or codes[idx] != 3:  # CONV_2D
+                continue
+            ins = _ints(f, op, 1)
+            shape = _ints(f, tensors[ins[1]], 0) if len(ins) > 1 and 0 <= ins[1] < len(tensors) else []
+            if len(shape) != 4 or shape[3] % 4:
+                return True
+    return False
+
+
+def path_defines(paths: list[str]) -> list[str]:
+    """Kernel fast-path switches for a build for exactly these models: -DEDGE_WITH_<PATH>=0 compiles out a fast path
+    no layer of theirs takes (the portable or general path it stands beside stays: a build without it runs every
+    layer, slower). EDGE_WITH_CONV_STAGED: conv_2d.c's staged im2col of narrow windows (_narrow_conv). [] without
+    models."""
+    if not paths or any(_narrow_conv(p) for p in paths):
+        return []
+    return ["-DEDGE_WITH_CONV_STAGED=0"]
+
+
+def build_defines(paths: list[str]) -> list[str]:
+    """A per-model firmware's switches (edge flash, make size): type_defines, then path_defines."""
+    return type_defines(paths) + path_defines(paths)
+
+
 def render(rows: list[dict], check: bool = False) -> str:
     """The op table's C source. ``check``: the table of `edge check`'s runner (host/edge_run.c --plan
     --all-refusals): every prepare goes through edge_check_prepared (a refusal is recorded and the next node

@@ -973,20 +973,6 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
  * every group of four outputs runs DW_MULT4 over the staged taps from its bias and stores four bytes. Each
  * input value is loaded once per group (CMSIS-NN loads it once per output). The sums are the reference's mod
  * 2^32, the requantization edge_rq (dw_store4) or edge_mbqm: bit-exact. */
-/* A word at any address (LDR / STR take unaligned addresses on v7E-M; the emulated build: memcpy). */
-#if EDGE_DSP_ASM
-typedef uint32_t __attribute__((aligned(1), may_alias)) dw_word_t;
-static inline uint32_t dw_get32(const int8_t *p) { return *(const dw_word_t *)(const void *)p; }
-static inline void dw_put32(int8_t *p, uint32_t v) { *(dw_word_t *)(void *)p = v; }
-#else
-static inline uint32_t dw_get32(const int8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-static inline void dw_put32(int8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-#endif
-
 /* The 8-bit filter (the least-RAM request): outputs ch..ch+3 += their taps over the staged window rows (kwp bytes
  * each, the zero point in the padding) from wr, the weight word of those outputs at the first staged row's tap 0
  * (the next tap oc bytes on). Four taps at a time: one word of staged inputs, SXTAB16 adds the offset into
@@ -999,24 +985,24 @@ static void dw_mult8_group(const int8_t *win, const int8_t *wr, int32_t rows, in
     int32_t fy, fx;
     for (fy = 0; fy < rows; fy++, win += kwp) {
         for (fx = 0; fx < k4; fx += 4, wr += 4 * oc) {
-            const uint32_t xv = dw_get32(win + fx), x02 = edge_sadd16(edge_sxtb16(xv), off2),
+            const uint32_t xv = edge_get32(win + fx), x02 = edge_sadd16(edge_sxtb16(xv), off2),
                            x13 = edge_sadd16(edge_sxtb16_ror8(xv), off2);
-            uint32_t wv = dw_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            uint32_t wv = edge_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
             a0 = edge_smlabb(w02, x02, a0); /* tap 0: x0 */
             a2 = edge_smlatb(w02, x02, a2);
             a1 = edge_smlabb(w13, x02, a1);
             a3 = edge_smlatb(w13, x02, a3);
-            wv = dw_get32(wr + oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            wv = edge_get32(wr + oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
             a0 = edge_smlabb(w02, x13, a0); /* tap 1: x1 */
             a2 = edge_smlatb(w02, x13, a2);
             a1 = edge_smlabb(w13, x13, a1);
             a3 = edge_smlatb(w13, x13, a3);
-            wv = dw_get32(wr + 2 * oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            wv = edge_get32(wr + 2 * oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
             a0 = edge_smlabt(w02, x02, a0); /* tap 2: x2 */
             a2 = edge_smlatt(w02, x02, a2);
             a1 = edge_smlabt(w13, x02, a1);
             a3 = edge_smlatt(w13, x02, a3);
-            wv = dw_get32(wr + 3 * oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            wv = edge_get32(wr + 3 * oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
             a0 = edge_smlabt(w02, x13, a0); /* tap 3: x3 */
             a2 = edge_smlatt(w02, x13, a2);
             a1 = edge_smlabt(w13, x13, a1);
@@ -1024,7 +1010,7 @@ static void dw_mult8_group(const int8_t *win, const int8_t *wr, int32_t rows, in
         }
         for (; fx < kw; fx++, wr += oc) {
             const uint32_t xx = (uint32_t)(uint16_t)(win[fx] - zp);
-            const uint32_t wv = dw_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            const uint32_t wv = edge_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
             a0 = edge_smlabb(w02, xx, a0);
             a2 = edge_smlatb(w02, xx, a2);
             a1 = edge_smlabb(w13, xx, a1);
@@ -1068,10 +1054,10 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, 
                     int8_t *row = win;
                     if (contiguous && fx0 == 0 && fx1 == kw && at + (rows - 1) * xrow + kwp <= xbytes) {
                         for (fy = 0; fy < rows; fy++, row += kwp, at += xrow) /* kw..kwp: weight 0 */
-                            for (q = 0; q < kwp; q += 4) dw_put32(row + q, dw_get32(x + at + q));
+                            for (q = 0; q < kwp; q += 4) edge_put32(row + q, edge_get32(x + at + q));
                     } else if (contiguous) {
                         for (fy = 0; fy < rows; fy++, row += kwp, at += xrow) {
-                            for (q = 0; q < kwp; q += 4) dw_put32(row + q, fill4);
+                            for (q = 0; q < kwp; q += 4) edge_put32(row + q, fill4);
                             for (fx = fx0; fx < fx1; fx++) row[fx] = x[at + fx];
                         }
                     } else {
