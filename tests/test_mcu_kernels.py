@@ -56,6 +56,12 @@ DW_CASES = {
     # edge_mbqm per channel; 3x3 inside windows and clipped ones, c % 4 tail channels
     "dw-m1-c10-3x3-ratio-above-quarter": ((1, 7, 8, 10, 1, 3, 3, "SAME", (1, 1), (1, 1), "RELU6"), True, True, -20,
                                           0.004, 5),
+    # multiplier 1, 3x3 stride 1 (kws_dscnn's and MobileNet's layers): the inside windows two pixels a pass
+    # (dw_run3x3_pairs: columns widened once, pre-widened weights), an even run of 6 (ow 8), RELU6
+    "dw-m1-c8-3x3-pairs-even": ((1, 9, 8, 8, 1, 3, 3, "SAME", (1, 1), (1, 1), "RELU6"), True, True, -128, 0.05, 127),
+    # an odd run of 7 (the last pixel alone), 12 channels (three groups), a dilation along the height, batch 2
+    "dw-m1-c12-3x3-pairs-odd-dilated-h": ((2, 9, 9, 12, 1, 3, 3, "SAME", (1, 1), (2, 1), "NONE"), False, True, 7, 0.06,
+                                          127),
     # m 2 (not a multiple of four: the portable multiplier loop on every core)
     "dw-m2-c3-portable": ((1, 6, 6, 3, 2, 3, 3, "SAME", (1, 1), (1, 1), "NONE"), True, True, 0, 0.08, 127),
 }
@@ -328,10 +334,11 @@ def test_fully_connected_instructions_per_mac_on_cortex_m4(tmp_path, name):
     assert per_mac <= bound, f"{name}: {per_mac:.3f} instructions per MAC (bound {bound})"
 
 
-def test_staged_im2col_compiled_only_for_models_with_narrow_convolutions(tmp_path):
-    """gen_ops.build_defines (edge flash, make size): EDGE_WITH_CONV_STAGED=0 for a model whose every CONV_2D has a
-    filter depth of whole chunks of four (person_detect's 1x1 layers), nothing for one with a narrow layer (a
-    keyword spotter's first conv on one channel); the type switches first, as type_defines gives them."""
+def test_fast_paths_compiled_only_for_models_that_take_them(tmp_path):
+    """gen_ops.build_defines (edge flash, make size): the type switches (type_defines), then EDGE_WITH_CONV_STAGED=0
+    for models whose every CONV_2D has a filter depth of whole chunks of four (person_detect's 1x1 layers) and
+    EDGE_WITH_DW_PAIRS=0 for models without a 3x3 multiplier-1 DEPTHWISE_CONV_2D (micro_speech); nothing for a model
+    with such a layer; several models: their union."""
     import sys
 
     sys.path.insert(0, str(FW / "tools"))
@@ -339,11 +346,20 @@ def test_staged_im2col_compiled_only_for_models_with_narrow_convolutions(tmp_pat
         import gen_ops
     finally:
         sys.path.pop(0)
-    wide, narrow = tmp_path / "wide.tflite", tmp_path / "narrow.tflite"
-    wide.write_bytes(_conv_pair_model("conv1x1-k32-relu-stride2-per-tensor")[0])
-    narrow.write_bytes(_conv_pair_model("conv10x4-c1-stride2")[0])
-    types = gen_ops.type_defines([str(wide)])
-    assert gen_ops.build_defines([str(wide)]) == [*types, "-DEDGE_WITH_CONV_STAGED=0"]
-    assert gen_ops.build_defines([str(narrow)]) == gen_ops.type_defines([str(narrow)])
-    assert gen_ops.build_defines([str(wide), str(narrow)]) == gen_ops.type_defines([str(wide), str(narrow)])
+    paths = {}
+    for name, model in {"wide": _conv_pair_model("conv1x1-k32-relu-stride2-per-tensor")[0],
+                        "narrow": _conv_pair_model("conv10x4-c1-stride2")[0],
+                        "dw3x3": _dw_model("dw-m1-c8-3x3-pairs-even")[0],
+                        "dw_m8": _dw_model("dw-m8-c1-3x3-stride2-relu6")[0]}.items():
+        paths[name] = str(tmp_path / f"{name}.tflite")
+        Path(paths[name]).write_bytes(model)
+
+    def paths_of(*names):
+        return gen_ops.build_defines([paths[n] for n in names])[len(gen_ops.type_defines([paths[n] for n in names])):]
+
+    assert paths_of("wide") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0"]
+    assert paths_of("narrow") == ["-DEDGE_WITH_DW_PAIRS=0"]
+    assert paths_of("dw3x3") == ["-DEDGE_WITH_CONV_STAGED=0"]
+    assert paths_of("dw_m8") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0"]
+    assert paths_of("narrow", "dw3x3") == []
     assert gen_ops.build_defines([]) == []

@@ -296,9 +296,8 @@ def _ints(f: _Flat, t, slot: int) -> list[int]:
     return list(struct.unpack_from(f"<{n}i", f.b, vec + 4))
 
 
-def _narrow_conv(path: str) -> bool:
-    """Whether some CONV_2D of the model has a filter depth (input channels per group) that is not a multiple of
-    four, or a filter this scan cannot read: the layers conv_2d.c's staged im2col is for."""
+def _layers(path: str):
+    """(builtin code, [input tensor shapes]) of every operator of every subgraph (a missing tensor: [])."""
     f = _Flat(path)
     m = f.model()
     codes = [max(f.scalar(t, 0, "<b"), f.scalar(t, 3, "<i")) for t in f.tables(m, 1)]  # Model.operator_codes
@@ -306,23 +305,39 @@ def _narrow_conv(path: str) -> bool:
         tensors = f.tables(sg, 0)
         for op in f.tables(sg, 3):  # SubGraph.operators: opcode_index 0, inputs 1
             idx = f.scalar(op, 0, "<I")
-            if idx >= len(codes) or codes[idx] != 3:  # CONV_2D
-                continue
             ins = _ints(f, op, 1)
-            shape = _ints(f, tensors[ins[1]], 0) if len(ins) > 1 and 0 <= ins[1] < len(tensors) else []
-            if len(shape) != 4 or shape[3] % 4:
-                return True
-    return False
+            yield (codes[idx] if idx < len(codes) else -1,
+                   [_ints(f, tensors[i], 0) if 0 <= i < len(tensors) else [] for i in ins])
+
+
+def _narrow_conv(shapes) -> bool:
+    """A CONV_2D whose filter depth (input channels per group) is not a multiple of four, or a filter this scan cannot
+    read: the layers conv_2d.c's staged im2col is for."""
+    w = shapes[1] if len(shapes) > 1 else []
+    return len(w) != 4 or w[3] % 4 != 0
+
+
+def _dw_3x3_m1(shapes) -> bool:
+    """A DEPTHWISE_CONV_2D with a 3x3 filter and as many output channels as input channels (or shapes this scan
+    cannot read): the layers whose inside windows depthwise_conv_2d.c's dw_run3x3_pairs may run."""
+    x, w = (shapes[0], shapes[1]) if len(shapes) > 1 else ([], [])
+    return len(x) != 4 or len(w) != 4 or (w[1] == 3 and w[2] == 3 and w[3] == x[3])
+
+
+# kernel fast paths a per-model build may leave out: macro -> (builtin code, the layer test that needs it)
+PATH_SWITCHES = {"EDGE_WITH_CONV_STAGED": (3, _narrow_conv), "EDGE_WITH_DW_PAIRS": (4, _dw_3x3_m1)}
 
 
 def path_defines(paths: list[str]) -> list[str]:
-    """Kernel fast-path switches for a build for exactly these models: -DEDGE_WITH_<PATH>=0 compiles out a fast path
-    no layer of theirs takes (the portable or general path it stands beside stays: a build without it runs every
-    layer, slower). EDGE_WITH_CONV_STAGED: conv_2d.c's staged im2col of narrow windows (_narrow_conv). [] without
+    """Kernel fast-path switches for a build for exactly these models: -D<macro>=0 compiles out a fast path no layer
+    of theirs takes (the general path it stands beside stays: a build without it runs every layer, slower).
+    PATH_SWITCHES: conv_2d.c's staged im2col of narrow windows, depthwise_conv_2d.c's two-pixel 3x3 runs. [] without
     models."""
-    if not paths or any(_narrow_conv(p) for p in paths):
+    if not paths:
         return []
-    return ["-DEDGE_WITH_CONV_STAGED=0"]
+    layers = [layer for p in paths for layer in _layers(p)]
+    return [f"-D{macro}=0" for macro, (code, needs) in PATH_SWITCHES.items()
+            if not any(c == code and needs(shapes) for c, shapes in layers)]
 
 
 def build_defines(paths: list[str]) -> list[str]:

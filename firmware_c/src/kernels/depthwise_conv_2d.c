@@ -798,6 +798,162 @@ static void dw_run3x3(dw_run_t *st, int32_t XS, int32_t WS) {
 }
 #endif
 
+/* EDGE_WITH_DW_PAIRS=0 (gen_ops.py path_defines: a firmware for models without a 3x3 multiplier-1 layer) compiles
+ * dw_run3x3_pairs out; dw_run3x3 then runs every inside window */
+#ifndef EDGE_WITH_DW_PAIRS
+#define EDGE_WITH_DW_PAIRS 1
+#endif
+
+/* Two horizontally adjacent pixels of a 3x3, stride-1, width-dilation-1 window inside the input, one group of four
+ * channels: a0..a3 (pixel A) and b0..b3 (pixel B, one column right) += the nine taps. Per window row the four input
+ * columns are each loaded and widened (SXTB16) once: A's taps 0..2 are columns 0..2, B's columns 1..3. The
+ * group's weights come pre-widened (w16: tap t at words 2t, 2t + 1 = SXTB16 / SXTB16-ROR8 of its four weights, built
+ * once per group on the stack), one LDRD a tap. 51 instructions per row and pair (24 MACs) where dw_run3x3 takes
+ * 30 per row and pixel (12 MACs). XR: A's window top-left at the group's channel; CS: bytes between columns (c);
+ * RS: from a row's fourth column to the next row's first (xrow - 3c). */
+#if EDGE_DSP_ASM
+#define DW2_X(OFF)                                                                                          \
+    "ldr %[xl], [%[xr]" OFF "]\n\t"                                                                         \
+    "sxtb16 %[xh], %[xl], ror #8\n\t"                                                                       \
+    "sxtb16 %[xl], %[xl]\n\t"
+#define DW2_TAP(A0, A1, A2, A3, WOFF)                                                                       \
+    "ldrd %[wl], %[wh], [%[wr], #" WOFF "]\n\t"                                                             \
+    "smlabb %[" A0 "], %[xl], %[wl], %[" A0 "]\n\t"                                                         \
+    "smlatt %[" A2 "], %[xl], %[wl], %[" A2 "]\n\t"                                                         \
+    "smlabb %[" A1 "], %[xh], %[wh], %[" A1 "]\n\t"                                                         \
+    "smlatt %[" A3 "], %[xh], %[wh], %[" A3 "]\n\t"
+#define DW2_STEP(M)                                                                                         \
+    "ldr %[wl], %[" M "]\n\t"                                                                               \
+    "add %[xr], %[xr], %[wl]\n\t"
+/* one window row: taps at weight words WB (bytes: row fy's tap 0 at 24 fy) */
+#define DW2_ROW(T0, T1, T2)                                                                                 \
+    DW2_X("") DW2_TAP("a0", "a1", "a2", "a3", T0) DW2_STEP("cs")                                            \
+    DW2_X("") DW2_TAP("a0", "a1", "a2", "a3", T1) DW2_TAP("b0", "b1", "b2", "b3", T0) DW2_STEP("cs")        \
+    DW2_X("") DW2_TAP("a0", "a1", "a2", "a3", T2) DW2_TAP("b0", "b1", "b2", "b3", T1) DW2_STEP("cs")        \
+    DW2_X("") DW2_TAP("b0", "b1", "b2", "b3", T2)
+#define DW_PAIR3X3(XR, W16, CS, RS, a0, a1, a2, a3, b0, b1, b2, b3)                                         \
+    do {                                                                                                    \
+        const int8_t *xr_ = (XR);                                                                           \
+        const uint32_t *wr_ = (W16);                                                                        \
+        const int32_t cs_ = (CS), rs_ = (RS);                                                               \
+        uint32_t xl_, xh_, wl_, wh_;                                                                        \
+        __asm__ volatile(DW2_ROW("0", "8", "16") DW2_STEP("rs") DW2_ROW("24", "32", "40") DW2_STEP("rs")    \
+                         DW2_ROW("48", "56", "64")                                                          \
+                         : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [b0] "+&r"(b0),  \
+                           [b1] "+&r"(b1), [b2] "+&r"(b2), [b3] "+&r"(b3), [xl] "=&r"(xl_), [xh] "=&r"(xh_), \
+                           [wl] "=&r"(wl_), [wh] "=&r"(wh_), [xr] "+&r"(xr_), [wr] "+&r"(wr_)              \
+                         : [cs] "m"(cs_), [rs] "m"(rs_)                                                     \
+                         : "memory");                                                                       \
+    } while (0)
+/* one channel of both pixels: requantized (dw_store4's SMMLAR, ADD, SMMLAR), saturated to int8 */
+#define DW2_RQ(A, B, QOFF)                                                                                  \
+    "ldrd %[m], %[r], [%[q], #" QOFF "]\n\t"                                                                \
+    "smmlar %[" A "], %[" A "], %[m], %[" A "]\n\t"                                                         \
+    "smmlar %[" B "], %[" B "], %[m], %[" B "]\n\t"                                                         \
+    "add %[" A "], %[" A "], %[" A "], asr #31\n\t"                                                         \
+    "add %[" B "], %[" B "], %[" B "], asr #31\n\t"                                                         \
+    "smmlar %[" A "], %[" A "], %[r], %[zp]\n\t"                                                            \
+    "smmlar %[" B "], %[" B "], %[r], %[zp]\n\t"                                                            \
+    "ssat %[" A "], #8, %[" A "]\n\t"                                                                       \
+    "ssat %[" B "], #8, %[" B "]\n\t"
+/* both pixels' four channels requantized (the four channels' edge_rq_t at Q), packed, clamped bytewise (SSUB8 /
+ * SEL against lo and hi in every byte, as dw_store4), stored at Y and Y + C */
+#define DW_PAIR_STORE(a0, a1, a2, a3, b0, b1, b2, b3, Q, ZP, Y, C, LO4, HI4)                                \
+    do {                                                                                                    \
+        const edge_rq_t *q_ = (Q);                                                                          \
+        int8_t *y_ = (Y);                                                                                   \
+        const int32_t zp_ = (ZP), c_ = (C);                                                                 \
+        const uint32_t lo4_ = (LO4), hi4_ = (HI4);                                                          \
+        uint32_t m_, r_;                                                                                    \
+        __asm__ volatile(DW2_RQ("a0", "b0", "0") DW2_RQ("a1", "b1", "8")                                    \
+                         "bfi %[a0], %[a1], #8, #8\n\t"                                                     \
+                         "bfi %[b0], %[b1], #8, #8\n\t"                                                     \
+                         DW2_RQ("a2", "b2", "16")                                                           \
+                         "bfi %[a0], %[a2], #16, #8\n\t"                                                    \
+                         "bfi %[b0], %[b2], #16, #8\n\t"                                                    \
+                         DW2_RQ("a3", "b3", "24")                                                           \
+                         "bfi %[a0], %[a3], #24, #8\n\t"                                                    \
+                         "bfi %[b0], %[b3], #24, #8\n\t"                                                    \
+                         "ldr %[m], %[lo4]\n\t"                                                             \
+                         "ssub8 %[r], %[a0], %[m]\n\t"                                                      \
+                         "sel %[a0], %[a0], %[m]\n\t"                                                       \
+                         "ssub8 %[r], %[b0], %[m]\n\t"                                                      \
+                         "sel %[b0], %[b0], %[m]\n\t"                                                       \
+                         "ldr %[m], %[hi4]\n\t"                                                             \
+                         "ssub8 %[r], %[m], %[a0]\n\t"                                                      \
+                         "sel %[a0], %[a0], %[m]\n\t"                                                       \
+                         "ssub8 %[r], %[m], %[b0]\n\t"                                                      \
+                         "sel %[b0], %[b0], %[m]\n\t"                                                       \
+                         "ldr %[m], %[y]\n\t"                                                               \
+                         "ldr %[r], %[c]\n\t"                                                               \
+                         "str %[a0], [%[m]]\n\t"                                                            \
+                         "str %[b0], [%[m], %[r]]"                                                          \
+                         : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [b0] "+&r"(b0),  \
+                           [b1] "+&r"(b1), [b2] "+&r"(b2), [b3] "+&r"(b3), [m] "=&r"(m_), [r] "=&r"(r_)     \
+                         : [q] "r"(q_), [zp] "r"(zp_), [y] "m"(y_), [c] "m"(c_), [lo4] "m"(lo4_),            \
+                           [hi4] "m"(hi4_)                                                                  \
+                         : "cc", "memory");                                                                 \
+    } while (0)
+#else
+static inline void dw_pair3x3(const int8_t *xr, const uint32_t *w16, int32_t cs, int32_t rs, uint32_t *a,
+                              uint32_t *bb) {
+    int32_t fy, col;
+    for (fy = 0; fy < 3; fy++, xr += 3 * cs + rs, w16 += 6) {
+        for (col = 0; col < 4; col++) { /* column col: A's tap col (col < 3), B's tap col - 1 (col > 0) */
+            const uint32_t v = edge_get32(xr + (ptrdiff_t)col * cs), xl = edge_sxtb16(v), xh = edge_sxtb16_ror8(v);
+            int32_t p;
+            for (p = 0; p < 2; p++) {
+                const int32_t t = col - p;
+                uint32_t *s = p ? bb : a;
+                if (t < 0 || t > 2) continue;
+                s[0] = edge_smlabb(xl, w16[2 * t], s[0]);
+                s[2] = edge_smlatt(xl, w16[2 * t], s[2]);
+                s[1] = edge_smlabb(xh, w16[2 * t + 1], s[1]);
+                s[3] = edge_smlatt(xh, w16[2 * t + 1], s[3]);
+            }
+        }
+    }
+}
+#define DW_PAIR3X3(XR, W16, CS, RS, a0, a1, a2, a3, b0, b1, b2, b3)                                         \
+    do {                                                                                                    \
+        uint32_t a_[4] = {a0, a1, a2, a3}, b_[4] = {b0, b1, b2, b3};                                        \
+        dw_pair3x3((XR), (W16), (CS), (RS), a_, b_);                                                        \
+        a0 = a_[0], a1 = a_[1], a2 = a_[2], a3 = a_[3], b0 = b_[0], b1 = b_[1], b2 = b_[2], b3 = b_[3];     \
+    } while (0)
+#endif
+
+/* The group's nine weights at w (tap t at row t / 3, column t % 3; wrow bytes between rows, c between columns)
+ * widened for DW_PAIR3X3: words 2t, 2t + 1 = SXTB16 / SXTB16-ROR8 of tap t's four weights. */
+static void dw_widen3x3(const int8_t *w, int32_t wrow, int32_t c, uint32_t *w16) {
+    int32_t t;
+    for (t = 0; t < 9; t++) {
+        const uint32_t v = edge_get32(w + (ptrdiff_t)(t / 3) * wrow + (ptrdiff_t)(t % 3) * c);
+        w16[2 * t] = edge_sxtb16(v);
+        w16[2 * t + 1] = edge_sxtb16_ror8(v);
+    }
+}
+
+/* A run of n inside 3x3 windows at stride 1 (the run dw_run3x3 takes, its state in st): two pixels a pass
+ * (DW_PAIR3X3), each pair requantized and stored by DW_PAIR_STORE (the q loads shared by the two pixels); an odd
+ * last pixel by dw_run3x3. */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* its own registers: DW_PAIR3X3 takes 14 */
+#endif
+static void dw_run3x3_pairs(dw_run_t *st, int32_t c, const uint32_t *w16) {
+    const int32_t rs = st->xrow - 3 * c;
+    for (; st->n >= 2; st->n -= 2, st->x += 2 * c, st->y += 2 * c) {
+        uint32_t a0 = st->fb[0], a1 = st->fb[1], a2 = st->fb[2], a3 = st->fb[3], b0 = a0, b1 = a1, b2 = a2, b3 = a3;
+        DW_PAIR3X3(st->x, w16, c, rs, a0, a1, a2, a3, b0, b1, b2, b3);
+#if EDGE_DSP_ASM
+        DW_PAIR_STORE(a0, a1, a2, a3, b0, b1, b2, b3, st->q, st->o.zp, st->y, c, st->o.lo4, st->o.hi4);
+#else
+        dw_store4(a0, a1, a2, a3, st->q, st->y, &st->o);
+        dw_store4(b0, b1, b2, b3, st->q, st->y + c, &st->o);
+#endif
+    }
+    if (st->n) dw_run3x3(st, c, c);
+}
+
 /* Multiplier 1 on DSP cores, four channels at a time from registers, one group of four over every pixel
  * (its four channels' requantization unpacked once). A 3x3 window inside the input (per output row, the
  * columns [oxa, oxb) of a row whose window rows are all inside) multiplies raw inputs: the input offset is
@@ -819,7 +975,8 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
     const int32_t xstep = dwx * c, xrow = dh * w * c, wrow = kw * c, pstep = sw * c;
     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
     const int is3x3 = kh == 3 && kw == 3;
-    uint32_t b4[4];
+    const int pairs = is3x3 && sw == 1 && dwx == 1 && !generic; /* dw_run3x3_pairs, weights widened per group */
+    uint32_t b4[4], w16[18];
     dw_run_t run;
     int32_t b, oy, ox, fy, fx, ch, j, fy0, fy1, fx0, fx1, oxa, oxb;
     run.o.zp = d->output_offset;
@@ -846,6 +1003,7 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
             if (!generic) run.q[j] = edge_rq_at(d->rq, d->oc, ch + j);
         }
         run.w = wt + ch;
+        if (EDGE_WITH_DW_PAIRS && pairs) dw_widen3x3(run.w, wrow, c, w16);
         for (b = 0; b < n; b++) {
             for (oy = 0; oy < oh; oy++) {
                 const int32_t iy0 = oy * sh - pt;
@@ -869,7 +1027,8 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
                         run.x = x + xrow0 + (int64_t)ix0 * c;
                         run.y = yp;
                         run.n = oxb - oxa;
-                        dw_run3x3(&run, xstep, c);
+                        if (EDGE_WITH_DW_PAIRS && pairs && run.n >= 2) dw_run3x3_pairs(&run, c, w16);
+                        else dw_run3x3(&run, xstep, c);
                         ox = oxb - 1, yp += (int64_t)(oxb - oxa - 1) * c; /* the loop steps to oxb */
                         continue;
                     }
