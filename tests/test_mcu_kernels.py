@@ -52,6 +52,9 @@ DW_CASES = {
     "dw-m4-c1-window-wider-than-input": ((1, 4, 3, 1, 4, 2, 7, "SAME", (1, 1), (1, 1), "NONE"), True, True, 90, 0.1,
                                          127),
     "dw-m4-c1-1x1": ((1, 5, 6, 1, 4, 1, 1, "VALID", (1, 1), (1, 1), "NONE"), True, True, -60, 0.05, 127),
+    # kw 6: a last tap group of two (the 8-bit filter's remainder taps from their staged word: kw % 4 of 1, 2, 3 over
+    # these cases)
+    "dw-m4-c1-2x6": ((1, 6, 9, 1, 4, 2, 6, "SAME", (1, 1), (1, 1), "RELU"), True, True, -20, 0.08, 127),
     # multiplier 1 on a layer edge_rq does not cover (person_detect's second layer): the four-channel DSP sums,
     # edge_mbqm per channel; 3x3 inside windows and clipped ones, c % 4 tail channels
     "dw-m1-c10-3x3-ratio-above-quarter": ((1, 7, 8, 10, 1, 3, 3, "SAME", (1, 1), (1, 1), "RELU6"), True, True, -20,

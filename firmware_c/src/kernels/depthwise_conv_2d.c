@@ -1136,9 +1136,11 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
  * each, the zero point in the padding) from wr, the weight word of those outputs at the first staged row's tap 0
  * (the next tap oc bytes on). Four taps at a time: one word of staged inputs, SXTAB16 adds the offset into
  * (x0, x2) / (x1, x3); each tap's weight word SXTB16 into (w0, w2) / (w1, w3); SMLAxy picks the halves (2 instructions
- * per MAC). The last kw % 4 taps one by one (a tap past kw would read past the filter). */
+ * per MAC). The last kw % 4 taps from their staged word as well (a 3x3 filter: all of them), their weights only (a
+ * tap past kw would read past the filter); they ran one by one, each input widened alone (person_detect's node 0
+ * under the least-RAM request: 15.3 instructions per MAC). */
 static void dw_mult8_group(const int8_t *win, const int8_t *wr, int32_t rows, int32_t kw, int32_t kwp, int32_t oc,
-                           uint32_t off2, int32_t zp, uint32_t *p0, uint32_t *p1, uint32_t *p2, uint32_t *p3) {
+                           uint32_t off2, uint32_t *p0, uint32_t *p1, uint32_t *p2, uint32_t *p3) {
     uint32_t a0 = *p0, a1 = *p1, a2 = *p2, a3 = *p3;
     const int32_t k4 = kw & ~3;
     int32_t fy, fx;
@@ -1167,13 +1169,31 @@ static void dw_mult8_group(const int8_t *win, const int8_t *wr, int32_t rows, in
             a1 = edge_smlabt(w13, x13, a1);
             a3 = edge_smlatt(w13, x13, a3);
         }
-        for (; fx < kw; fx++, wr += oc) {
-            const uint32_t xx = (uint32_t)(uint16_t)(win[fx] - zp);
-            const uint32_t wv = edge_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
-            a0 = edge_smlabb(w02, xx, a0);
-            a2 = edge_smlatb(w02, xx, a2);
-            a1 = edge_smlabb(w13, xx, a1);
-            a3 = edge_smlatb(w13, xx, a3);
+        if (fx < kw) { /* the last kw % 4 taps: their staged word (kwp bytes a row), taps past kw never read */
+            const uint32_t xv = edge_get32(win + fx), x02 = edge_sadd16(edge_sxtb16(xv), off2),
+                           x13 = edge_sadd16(edge_sxtb16_ror8(xv), off2);
+            uint32_t wv = edge_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            a0 = edge_smlabb(w02, x02, a0); /* tap 0: x0 */
+            a2 = edge_smlatb(w02, x02, a2);
+            a1 = edge_smlabb(w13, x02, a1);
+            a3 = edge_smlatb(w13, x02, a3);
+            wr += oc;
+            if (fx + 1 < kw) {
+                wv = edge_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+                a0 = edge_smlabb(w02, x13, a0); /* tap 1: x1 */
+                a2 = edge_smlatb(w02, x13, a2);
+                a1 = edge_smlabb(w13, x13, a1);
+                a3 = edge_smlatb(w13, x13, a3);
+                wr += oc;
+            }
+            if (fx + 2 < kw) {
+                wv = edge_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+                a0 = edge_smlabt(w02, x02, a0); /* tap 2: x2 */
+                a2 = edge_smlatt(w02, x02, a2);
+                a1 = edge_smlabt(w13, x02, a1);
+                a3 = edge_smlatt(w13, x02, a3);
+                wr += oc;
+            }
         }
     }
     *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
@@ -1232,11 +1252,19 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, 
                         if (rows > 0 && wg) {
                             DW_MULT4(win, wg, rows * nq, off2, a0, a1, a2, a3);
                         } else if (rows > 0) {
-                            dw_mult8_group(win, wt + ((ptrdiff_t)fy0 * kw * oc + ch), rows, kw, kwp, oc, off2, zp,
+                            dw_mult8_group(win, wt + ((ptrdiff_t)fy0 * kw * oc + ch), rows, kw, kwp, oc, off2,
                                            &a0, &a1, &a2, &a3);
                         }
-                        if (d->mult_q) dw_store4(a0, a1, a2, a3, d->mult_q + ch, yp + 4 * g, &o);
-                        else dw_store4_generic(d, a0, a1, a2, a3, ch, yp + 4 * g);
+                        if (d->mult_q) {
+                            dw_store4(a0, a1, a2, a3, d->mult_q + ch, yp + 4 * g, &o);
+                        } else if (!d->rq_generic) { /* the least-RAM form: the four channels' edge_rq_t rebuilt */
+                            edge_rq_t q4[4];
+                            q4[0] = edge_rq_at(d->rq, oc, ch), q4[1] = edge_rq_at(d->rq, oc, ch + 1);
+                            q4[2] = edge_rq_at(d->rq, oc, ch + 2), q4[3] = edge_rq_at(d->rq, oc, ch + 3);
+                            dw_store4(a0, a1, a2, a3, q4, yp + 4 * g, &o);
+                        } else {
+                            dw_store4_generic(d, a0, a1, a2, a3, ch, yp + 4 * g);
+                        }
                     }
                 }
             }
