@@ -1259,8 +1259,7 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, 
                             dw_store4(a0, a1, a2, a3, d->mult_q + ch, yp + 4 * g, &o);
                         } else if (!d->rq_generic) { /* the least-RAM form: the four channels' edge_rq_t rebuilt */
                             edge_rq_t q4[4];
-                            q4[0] = edge_rq_at(d->rq, oc, ch), q4[1] = edge_rq_at(d->rq, oc, ch + 1);
-                            q4[2] = edge_rq_at(d->rq, oc, ch + 2), q4[3] = edge_rq_at(d->rq, oc, ch + 3);
+                            for (q = 0; q < 4; q++) q4[q] = edge_rq_at(d->rq, oc, ch + q);
                             dw_store4(a0, a1, a2, a3, q4, yp + 4 * g, &o);
                         } else {
                             dw_store4_generic(d, a0, a1, a2, a3, ch, yp + 4 * g);
