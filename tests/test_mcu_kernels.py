@@ -60,11 +60,11 @@ DW_CASES = {
     "dw-m1-c10-3x3-ratio-above-quarter": ((1, 7, 8, 10, 1, 3, 3, "SAME", (1, 1), (1, 1), "RELU6"), True, True, -20,
                                           0.004, 5),
     # multiplier 1, 3x3 stride 1 (kws_dscnn's and MobileNet's layers): the inside windows two pixels a pass
-    # (dw_run3x3_pairs: columns widened once, pre-widened weights), an even run of 6 (ow 8), RELU6
-    "dw-m1-c8-3x3-pairs-even": ((1, 9, 8, 8, 1, 3, 3, "SAME", (1, 1), (1, 1), "RELU6"), True, True, -128, 0.05, 127),
-    # an odd run of 7 (the last pixel alone), 12 channels (three groups), a dilation along the height, batch 2
-    "dw-m1-c12-3x3-pairs-odd-dilated-h": ((2, 9, 9, 12, 1, 3, 3, "SAME", (1, 1), (2, 1), "NONE"), False, True, 7, 0.06,
-                                          127),
+    # (dw_run3x3_pairs: columns widened once, pre-widened weights; runs of 8 or more), an even run of 10 (ow 12), RELU6
+    "dw-m1-c8-3x3-pairs-even": ((1, 7, 12, 8, 1, 3, 3, "SAME", (1, 1), (1, 1), "RELU6"), True, True, -128, 0.05, 127),
+    # an odd run of 11 (the last pixel alone), 12 channels (three groups), a dilation along the height, batch 2
+    "dw-m1-c12-3x3-pairs-odd-dilated-h": ((2, 7, 13, 12, 1, 3, 3, "SAME", (1, 1), (2, 1), "NONE"), False, True, 7,
+                                          0.06, 127),
     # m 2 (not a multiple of four: the portable multiplier loop on every core)
     "dw-m2-c3-portable": ((1, 6, 6, 3, 2, 3, 3, "SAME", (1, 1), (1, 1), "NONE"), True, True, 0, 0.08, 127),
 }

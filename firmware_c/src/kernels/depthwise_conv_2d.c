@@ -712,6 +712,8 @@ typedef struct {
     uint32_t fb[4];     /* 32: the starting sums (bias + input offset x the weights' sum) */
     edge_rq_t q[4];     /* 48: the four channels' requantization */
     dw_out_t o;         /* 80: zp, lo, hi, lo4, hi4 */
+    int32_t widened;    /* w16 holds the group's weights widened (dw_run3x3_pairs) */
+    uint32_t w16[18];
 } dw_run_t;
 
 #if EDGE_DSP_ASM
@@ -939,8 +941,10 @@ static void dw_widen3x3(const int8_t *w, int32_t wrow, int32_t c, uint32_t *w16)
 #if defined(__GNUC__)
 __attribute__((noinline)) /* its own registers: DW_PAIR3X3 takes 14 */
 #endif
-static void dw_run3x3_pairs(dw_run_t *st, int32_t c, const uint32_t *w16) {
+static void dw_run3x3_pairs(dw_run_t *st, int32_t c) {
     const int32_t rs = st->xrow - 3 * c;
+    const uint32_t *const w16 = st->w16;
+    if (!st->widened) dw_widen3x3(st->w, st->wrow, c, st->w16), st->widened = 1;
     for (; st->n >= 2; st->n -= 2, st->x += 2 * c, st->y += 2 * c) {
         uint32_t a0 = st->fb[0], a1 = st->fb[1], a2 = st->fb[2], a3 = st->fb[3], b0 = a0, b1 = a1, b2 = a2, b3 = a3;
         DW_PAIR3X3(st->x, w16, c, rs, a0, a1, a2, a3, b0, b1, b2, b3);
@@ -975,8 +979,8 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
     const int32_t xstep = dwx * c, xrow = dh * w * c, wrow = kw * c, pstep = sw * c;
     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
     const int is3x3 = kh == 3 && kw == 3;
-    const int pairs = is3x3 && sw == 1 && dwx == 1 && !generic; /* dw_run3x3_pairs, weights widened per group */
-    uint32_t b4[4], w16[18];
+    int pairs; /* dw_run3x3_pairs on the inside runs (weights widened once per group and call) */
+    uint32_t b4[4];
     dw_run_t run;
     int32_t b, oy, ox, fy, fx, ch, j, fy0, fy1, fx0, fx1, oxa, oxb;
     run.o.zp = d->output_offset;
@@ -993,6 +997,9 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
     oxb = (w - 1 - (kw - 1) * dwx + pl) >= 0 ? (w - 1 - (kw - 1) * dwx + pl) / sw + 1 : 0;
     if (oxb > ow) oxb = ow;
     if (oxa > oxb) oxa = oxb;
+    /* runs of 8 or more: the widening (~110 instructions a group) paid back by the pairs of the first row (~50 each);
+     * a patch's narrow windows (kws_dscnn's 13x7 grid: runs of 2..4) stay with dw_run3x3 */
+    pairs = is3x3 && sw == 1 && dwx == 1 && !generic && oxb - oxa >= 8;
     for (ch = 0; ch < c4; ch += 4) {
         for (j = 0; j < 4; j++) {
             uint32_t swt = 0;
@@ -1003,7 +1010,7 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
             if (!generic) run.q[j] = edge_rq_at(d->rq, d->oc, ch + j);
         }
         run.w = wt + ch;
-        if (EDGE_WITH_DW_PAIRS && pairs) dw_widen3x3(run.w, wrow, c, w16);
+        run.widened = 0; /* w16: widened at the group's first pair run */
         for (b = 0; b < n; b++) {
             for (oy = 0; oy < oh; oy++) {
                 const int32_t iy0 = oy * sh - pt;
@@ -1027,7 +1034,7 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
                         run.x = x + xrow0 + (int64_t)ix0 * c;
                         run.y = yp;
                         run.n = oxb - oxa;
-                        if (EDGE_WITH_DW_PAIRS && pairs && run.n >= 2) dw_run3x3_pairs(&run, c, w16);
+                        if (EDGE_WITH_DW_PAIRS && pairs && run.n >= 2) dw_run3x3_pairs(&run, c);
                         else dw_run3x3(&run, xstep, c);
                         ox = oxb - 1, yp += (int64_t)(oxb - oxa - 1) * c; /* the loop steps to oxb */
                         continue;
@@ -1199,6 +1206,24 @@ static void dw_mult8_group(const int8_t *win, const int8_t *wr, int32_t rows, in
     *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
 }
 
+/* Channels ch..ch+3 without an unpacked requantization (the least-RAM request): edge_rq's layer rebuilds the four
+ * channels' edge_rq_t from the compact form for dw_store4, a generic one takes dw_store4_generic. Out of line: the
+ * default plan's loop (mult_q) keeps its registers. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void dw_store4_compact(const dw_data_t *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, int32_t ch,
+                              int8_t *yp, const dw_out_t *o) {
+    edge_rq_t q4[4];
+    int32_t j;
+    if (d->rq_generic) {
+        dw_store4_generic(d, a0, a1, a2, a3, ch, yp);
+        return;
+    }
+    for (j = 0; j < 4; j++) q4[j] = edge_rq_at(d->rq, d->oc, ch + j);
+    dw_store4(a0, a1, a2, a3, q4, yp, o);
+}
+
 static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
                          int8_t *win) {
     const int32_t c = d->c, m = d->m, oc = d->oc, kh = d->kh, kw = d->kw, kwp = d->kwp, nq = d->kwp / 4;
@@ -1255,15 +1280,8 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, 
                             dw_mult8_group(win, wt + ((ptrdiff_t)fy0 * kw * oc + ch), rows, kw, kwp, oc, off2,
                                            &a0, &a1, &a2, &a3);
                         }
-                        if (d->mult_q) {
-                            dw_store4(a0, a1, a2, a3, d->mult_q + ch, yp + 4 * g, &o);
-                        } else if (!d->rq_generic) { /* the least-RAM form: the four channels' edge_rq_t rebuilt */
-                            edge_rq_t q4[4];
-                            for (q = 0; q < 4; q++) q4[q] = edge_rq_at(d->rq, oc, ch + q);
-                            dw_store4(a0, a1, a2, a3, q4, yp + 4 * g, &o);
-                        } else {
-                            dw_store4_generic(d, a0, a1, a2, a3, ch, yp + 4 * g);
-                        }
+                        if (d->mult_q) dw_store4(a0, a1, a2, a3, d->mult_q + ch, yp + 4 * g, &o);
+                        else dw_store4_compact(d, a0, a1, a2, a3, ch, yp + 4 * g, &o);
                     }
                 }
             }
