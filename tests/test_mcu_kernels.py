@@ -52,10 +52,19 @@ DW_CASES = {
     "dw-m4-c1-window-wider-than-input": ((1, 4, 3, 1, 4, 2, 7, "SAME", (1, 1), (1, 1), "NONE"), True, True, 90, 0.1,
                                          127),
     "dw-m4-c1-1x1": ((1, 5, 6, 1, 4, 1, 1, "VALID", (1, 1), (1, 1), "NONE"), True, True, -60, 0.05, 127),
+    # kw 6: a last tap group of two (the 8-bit filter's remainder taps from their staged word: kw % 4 of 1, 2, 3 over
+    # these cases)
+    "dw-m4-c1-2x6": ((1, 6, 9, 1, 4, 2, 6, "SAME", (1, 1), (1, 1), "RELU"), True, True, -20, 0.08, 127),
     # multiplier 1 on a layer edge_rq does not cover (person_detect's second layer): the four-channel DSP sums,
     # edge_mbqm per channel; 3x3 inside windows and clipped ones, c % 4 tail channels
     "dw-m1-c10-3x3-ratio-above-quarter": ((1, 7, 8, 10, 1, 3, 3, "SAME", (1, 1), (1, 1), "RELU6"), True, True, -20,
                                           0.004, 5),
+    # multiplier 1, 3x3 stride 1 (kws_dscnn's and MobileNet's layers): the inside windows two pixels a pass
+    # (dw_run3x3_pairs: columns widened once, pre-widened weights; runs of 8 or more), an even run of 10 (ow 12), RELU6
+    "dw-m1-c8-3x3-pairs-even": ((1, 7, 12, 8, 1, 3, 3, "SAME", (1, 1), (1, 1), "RELU6"), True, True, -128, 0.05, 127),
+    # an odd run of 11 (the last pixel alone), 12 channels (three groups), a dilation along the height, batch 2
+    "dw-m1-c12-3x3-pairs-odd-dilated-h": ((2, 7, 13, 12, 1, 3, 3, "SAME", (1, 1), (2, 1), "NONE"), False, True, 7,
+                                          0.06, 127),
     # m 2 (not a multiple of four: the portable multiplier loop on every core)
     "dw-m2-c3-portable": ((1, 6, 6, 3, 2, 3, 3, "SAME", (1, 1), (1, 1), "NONE"), True, True, 0, 0.08, 127),
 }
@@ -109,20 +118,43 @@ CONV_PAIR_CASES = {
 }
 
 
+# CONV_2D layers of one group whose input channels are not whole chunks of four (c % 4 != 0: one or few input
+# channels, a keyword spotter's first layer), their windows staged as bytes and widened in place
+# (conv_im2col_staged). name: as CONV_PAIR_CASES, dilations (h, w) after the strides
+CONV_FEW_CHANNEL_CASES = {
+    # the 10x4 filter on one channel, stride 2 (kws_dscnn's first layer): rows of one word each (the fast row copy),
+    # rows above / below the input filled, the left / right columns staged run by run
+    "conv10x4-c1-stride2": ((1, 13, 12, 1, 8, 10, 4, "SAME", (2, 2), (1, 1), "RELU"), True, -128, 0.08, -20),
+    # 3x3 on three channels (MobileNet's first layer): k = 27 (runs across chunk boundaries, a tail of 3), RELU6
+    "conv3x3-c3-stride2-k27": ((1, 9, 8, 3, 6, 3, 3, "SAME", (2, 2), (1, 1), "RELU6"), True, 5, 0.03, -100),
+    # 5x5 on one channel, VALID, batch 2: k = 25 (a tail of one value), per-tensor weights, an odd pixel count
+    "conv5x5-c1-valid-batch2-k25": ((2, 8, 9, 1, 5, 5, 5, "VALID", (1, 1), (1, 1), "NONE"), False, -3, 0.05, 0),
+    # a dilation along the width (runs of one tap each), k = 12 (whole chunks: conv_pairs_rq after the staging)
+    "conv3x2-c2-dilated-w": ((1, 7, 9, 2, 4, 3, 2, "SAME", (1, 1), (1, 2), "NONE"), True, 60, 0.04, 3),
+    # 1x1 on three channels: k = 3, no whole chunk at all
+    "conv1x1-c3-k3": ((1, 4, 5, 3, 7, 1, 1, "VALID", (1, 1), (1, 1), "RELU"), True, -60, 0.01, -128),
+    # 2x2 on six channels: rows of 12 bytes (the fast row copy, three words a row), stride 2 past the input's end
+    "conv2x2-c6-stride2": ((1, 7, 7, 6, 5, 2, 2, "SAME", (2, 2), (1, 1), "NONE"), True, -7, 0.06, 10),
+}
+
+
 def _conv_pair_model(name):
-    geo, pc, izp, oscale, ozp = CONV_PAIR_CASES[name]
-    n, h, w, c, o, kh, kw, padding, s, act = geo
+    geo, pc, izp, oscale, ozp = {**CONV_PAIR_CASES, **CONV_FEW_CHANNEL_CASES}[name]
+    if len(geo) == 10:
+        geo = geo[:9] + ((1, 1),) + geo[9:]
+    n, h, w, c, o, kh, kw, padding, s, dil, act = geo
     rng = np.random.default_rng(zlib.crc32(name.encode()))
-    oh, ow = _out(padding, s[0], 1, h, kh), _out(padding, s[1], 1, w, kw)
+    oh, ow = _out(padding, s[0], dil[0], h, kh), _out(padding, s[1], dil[1], w, kw)
     wt = _w(rng, (o, kh, kw, c), o, pc, 0, 127)
     b = _b(rng, o, True, 3000, 0.05 * (wt.scale if isinstance(wt.scale, float) else 0.011))
     model = op_model("CONV_2D", [T((n, h, w, c), "INT8", 0.05, izp), wt, b], [T((n, oh, ow, o), "INT8", oscale, ozp)],
-                     options={"padding": padding, "stride_h": s[0], "stride_w": s[1], "fused_activation_function": act},
+                     options={"padding": padding, "stride_h": s[0], "stride_w": s[1], "dilation_h_factor": dil[0],
+                              "dilation_w_factor": dil[1], "fused_activation_function": act},
                      version=3)
     return model, [rng.integers(-128, 128, (n, h, w, c)).astype(np.int8)]
 
 
-@pytest.mark.parametrize("name", list(CONV_PAIR_CASES))
+@pytest.mark.parametrize("name", list(CONV_PAIR_CASES) + list(CONV_FEW_CHANNEL_CASES))
 def test_conv_pair_requantization_equals_portable_and_tflm(backend, dsp_runner, name, tmp_path):  # noqa: F811
     model, feeds = _conv_pair_model(name)
     plain = _check(backend, dsp_runner, model, feeds, tmp_path)
@@ -250,7 +282,7 @@ def test_mcu_kernels_on_cortex_m4_under_qemu(tmp_path):
     stores, the unaligned word copies of PAD and TRANSPOSE) in a Cortex-M4 image per case == Python."""
     build = tmp_path / "b"
     models = {name: _dw_model(name)[0] for name in DW_CASES}
-    models.update({name: _conv_pair_model(name)[0] for name in CONV_PAIR_CASES})
+    models.update({name: _conv_pair_model(name)[0] for name in [*CONV_PAIR_CASES, *CONV_FEW_CHANNEL_CASES]})
     models.update({name: _pad_model(name)[0] for name in PAD_CASES if PAD_CASES[name][0] == "INT8"})
     models.update({name: _transpose_model(name)[0] for name in TRANSPOSE_CASES
                    if TRANSPOSE_CASES[name][0] == "INT8"})
@@ -303,3 +335,34 @@ def test_fully_connected_instructions_per_mac_on_cortex_m4(tmp_path, name):
     ticks = int(re.search(r"^op 0 \d+ (\d+)$", out, re.M).group(1))
     per_mac = ticks * 40 / (batch * depth * units)  # one SysTick tick = 40 instructions at shift=0
     assert per_mac <= bound, f"{name}: {per_mac:.3f} instructions per MAC (bound {bound})"
+
+
+def test_fast_paths_compiled_only_for_models_that_take_them(tmp_path):
+    """gen_ops.build_defines (edge flash, make size): the type switches (type_defines), then EDGE_WITH_CONV_STAGED=0
+    for models whose every CONV_2D has a filter depth of whole chunks of four (person_detect's 1x1 layers) and
+    EDGE_WITH_DW_PAIRS=0 for models without a 3x3 multiplier-1 DEPTHWISE_CONV_2D (micro_speech); nothing for a model
+    with such a layer; several models: their union."""
+    import sys
+
+    sys.path.insert(0, str(FW / "tools"))
+    try:
+        import gen_ops
+    finally:
+        sys.path.pop(0)
+    paths = {}
+    for name, model in {"wide": _conv_pair_model("conv1x1-k32-relu-stride2-per-tensor")[0],
+                        "narrow": _conv_pair_model("conv10x4-c1-stride2")[0],
+                        "dw3x3": _dw_model("dw-m1-c8-3x3-pairs-even")[0],
+                        "dw_m8": _dw_model("dw-m8-c1-3x3-stride2-relu6")[0]}.items():
+        paths[name] = str(tmp_path / f"{name}.tflite")
+        Path(paths[name]).write_bytes(model)
+
+    def paths_of(*names):
+        return gen_ops.build_defines([paths[n] for n in names])[len(gen_ops.type_defines([paths[n] for n in names])):]
+
+    assert paths_of("wide") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0"]
+    assert paths_of("narrow") == ["-DEDGE_WITH_DW_PAIRS=0"]
+    assert paths_of("dw3x3") == ["-DEDGE_WITH_CONV_STAGED=0"]
+    assert paths_of("dw_m8") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0"]
+    assert paths_of("narrow", "dw3x3") == []
+    assert gen_ops.build_defines([]) == []

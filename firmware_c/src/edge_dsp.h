@@ -123,6 +123,24 @@ static inline int32_t edge_smmlar(int32_t a, int32_t b, int32_t acc) {
 #define EDGE_DSP 0
 #endif
 
+#if EDGE_DSP
+/* A word at any address: LDR / STR take unaligned addresses on v7E-M (not LDRD / LDM: the compiler keeps these
+ * single); the emulated build copies with memcpy. */
+#if EDGE_DSP_ASM
+typedef uint32_t __attribute__((aligned(1), may_alias)) edge_word_t;
+static inline uint32_t edge_get32(const void *p) { return *(const edge_word_t *)p; }
+static inline void edge_put32(void *p, uint32_t v) { *(edge_word_t *)p = v; }
+#else
+#include <string.h>
+static inline uint32_t edge_get32(const void *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline void edge_put32(void *p, uint32_t v) { memcpy(p, &v, 4); }
+#endif
+#endif
+
 /* One channel's requantization plus the output zero point: y = edge_mbqm(x, multiplier, shift) + zp for
  * the common case of a multiplier in [2^30, 2^31) with a right shift of 2..31 (every real multiplier in
  * [2^-32, 0.25), and a zero multiplier). Three steps, two of them SMMLAR on DSP cores:

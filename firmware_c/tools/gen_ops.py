@@ -285,6 +285,66 @@ def type_defines(paths: list[str]) -> list[str]:
     return [f"-D{macro}=0" for code, macro in TYPE_SWITCHES.values() if code not in used]
 
 
+def _ints(f: _Flat, t, slot: int) -> list[int]:
+    """A vector-of-int32 field ([] when absent)."""
+    off = f.field(t, slot)
+    if not off:
+        return []
+    vec = t[0] + off + f.u32(t[0] + off)
+    n = f.u32(vec)
+    f._check(vec + 4, 4 * n)
+    return list(struct.unpack_from(f"<{n}i", f.b, vec + 4))
+
+
+def _layers(path: str):
+    """(builtin code, [input tensor shapes]) of every operator of every subgraph (a missing tensor: [])."""
+    f = _Flat(path)
+    m = f.model()
+    codes = [max(f.scalar(t, 0, "<b"), f.scalar(t, 3, "<i")) for t in f.tables(m, 1)]  # Model.operator_codes
+    for sg in f.tables(m, 2):  # Model.subgraphs
+        tensors = f.tables(sg, 0)
+        for op in f.tables(sg, 3):  # SubGraph.operators: opcode_index 0, inputs 1
+            idx = f.scalar(op, 0, "<I")
+            ins = _ints(f, op, 1)
+            yield (codes[idx] if idx < len(codes) else -1,
+                   [_ints(f, tensors[i], 0) if 0 <= i < len(tensors) else [] for i in ins])
+
+
+def _narrow_conv(shapes) -> bool:
+    """A CONV_2D whose filter depth (input channels per group) is not a multiple of four, or a filter this scan cannot
+    read: the layers conv_2d.c's staged im2col is for."""
+    w = shapes[1] if len(shapes) > 1 else []
+    return len(w) != 4 or w[3] % 4 != 0
+
+
+def _dw_3x3_m1(shapes) -> bool:
+    """A DEPTHWISE_CONV_2D with a 3x3 filter and as many output channels as input channels (or shapes this scan
+    cannot read): the layers whose inside windows depthwise_conv_2d.c's dw_run3x3_pairs may run."""
+    x, w = (shapes[0], shapes[1]) if len(shapes) > 1 else ([], [])
+    return len(x) != 4 or len(w) != 4 or (w[1] == 3 and w[2] == 3 and w[3] == x[3])
+
+
+# kernel fast paths a per-model build may leave out: macro -> (builtin code, the layer test that needs it)
+PATH_SWITCHES = {"EDGE_WITH_CONV_STAGED": (3, _narrow_conv), "EDGE_WITH_DW_PAIRS": (4, _dw_3x3_m1)}
+
+
+def path_defines(paths: list[str]) -> list[str]:
+    """Kernel fast-path switches for a build for exactly these models: -D<macro>=0 compiles out a fast path no layer
+    of theirs takes (the general path it stands beside stays: a build without it runs every layer, slower).
+    PATH_SWITCHES: conv_2d.c's staged im2col of narrow windows, depthwise_conv_2d.c's two-pixel 3x3 runs. [] without
+    models."""
+    if not paths:
+        return []
+    layers = [layer for p in paths for layer in _layers(p)]
+    return [f"-D{macro}=0" for macro, (code, needs) in PATH_SWITCHES.items()
+            if not any(c == code and needs(shapes) for c, shapes in layers)]
+
+
+def build_defines(paths: list[str]) -> list[str]:
+    """A per-model firmware's switches (edge flash, make size): type_defines, then path_defines."""
+    return type_defines(paths) + path_defines(paths)
+
+
 def render(rows: list[dict], check: bool = False) -> str:
     """The op table's C source. ``check``: the table of `edge check`'s runner (host/edge_run.c --plan
     --all-refusals): every prepare goes through edge_check_prepared (a refusal is recorded and the next node

@@ -170,7 +170,7 @@ def group_by_ops(models: list[Path], kernels: list[dict]):
     for m in models:
         try:
             used = frozenset(gen_ops.model_ops(str(m)))
-            defs = tuple(gen_ops.type_defines([str(m)]))
+            defs = tuple(gen_ops.build_defines([str(m)]))  # type and kernel-path switches
         except SystemExit as exc:
             print(f"size_report: skipping {m}: {exc}", file=sys.stderr)
             continue

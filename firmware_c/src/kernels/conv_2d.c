@@ -22,6 +22,7 @@
  * (x0, x2, x1, x3 for every group of four values). Define EDGE_EMULATE_DSP on the host to run that same
  * path with C versions of the instructions (edge_dsp.h; the tests compare it with the plain build).
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "edge_kernel.h"
@@ -394,6 +395,106 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
         }
     }
 }
+
+/* EDGE_WITH_CONV_STAGED=0 (gen_ops.py path_defines: a firmware for models without such a layer) compiles the staged
+ * im2col out; conv_im2col then places those windows value by value */
+#ifndef EDGE_WITH_CONV_STAGED
+#define EDGE_WITH_CONV_STAGED 1
+#endif
+#define CONV_STAGED (EDGE_DSP && EDGE_WITH_CONV_STAGED)
+
+#if CONV_STAGED
+/* Both pixels' windows of a one-group layer whose channels are not whole chunks of four (cg % 4 != 0: one or few
+ * input channels, e.g. a keyword spotter's first 10x4 conv on a 1-channel spectrogram), where conv_im2col's value
+ * by value placement cost ~70 instructions a value on the M4. Two passes in the im2col buffer itself (4k bytes):
+ *  1. stage: each pixel's window as int8 bytes, the input zero point in the padding (widened with the offset it
+ *     becomes 0), runs of the input copied a word at a time, into the buffer's upper part at S = 2 * k4 bytes: the
+ *     chunks of four values of both pixels side by side (8j: p0's four bytes, 8j + 4: p1's), then the k % 4 tail
+ *     values (p0's t bytes, then p1's);
+ *  2. widen: chunk j (read before written) SXTAB16 into the 16 bytes at 16j, conv_slot's order; chunk j's writes end
+ *     at 16j + 16 <= S + 8(j + 1), where chunk j + 1 is read: no chunk is overwritten before it is read. Then the
+ *     tail (read whole, then written at 4 * k4). */
+static inline int32_t conv_stage_at(int32_t k4, int32_t t, int32_t kk, int32_t p) {
+    return kk < k4 ? 8 * (kk >> 2) + 4 * p + (kk & 3) : 2 * k4 + p * t + (kk - k4);
+}
+
+/* n values of pixel p from value kk on: the bytes src[0..n), or (src NULL) the fill byte. */
+static void conv_stage_run(int8_t *st, int32_t k4, int32_t t, int32_t kk, int32_t p, const int8_t *src, int32_t n,
+                           int8_t fill) {
+    const uint32_t fill4 = (uint32_t)(uint8_t)fill * 0x01010101u;
+    for (; n > 0 && (kk & 3) && kk < k4; n--, kk++) st[conv_stage_at(k4, t, kk, p)] = src ? *src++ : fill;
+    for (; n >= 4 && kk + 4 <= k4; n -= 4, kk += 4) { /* whole chunks: one word each */
+        edge_put32(st + 2 * kk + 4 * p, src ? edge_get32(src) : fill4);
+        if (src) src += 4;
+    }
+    for (; n > 0; n--, kk++) st[conv_stage_at(k4, t, kk, p)] = src ? *src++ : fill;
+}
+
+/* Pixel p's window (output pixel oy, ox) staged. A window whose rows lie inside the input horizontally, of whole
+ * chunks each (kw * c % 4 == 0, dilation 1 along the width: the keyword spotter's 10x4 conv on one channel), copies
+ * each row as words (or fills it, a row in the padding); any other window goes run by run (conv_stage_run). */
+static void conv_stage_pixel(const conv_data_t *d, const int8_t *xb, int32_t oy, int32_t ox, int32_t p, int8_t *st) {
+    const int32_t c = d->c, k = d->k, k4 = CONV_K4(k), t = k - k4, row = d->kw * c, h = d->geo.h;
+    const int32_t iy0 = oy * d->sh - d->geo.pt, ix0 = ox * d->sw - d->geo.pl;
+    const ptrdiff_t xrow = (ptrdiff_t)d->dh * d->geo.w * c;
+    const int8_t zp = (int8_t)-d->input_offset;
+    const int8_t *src = xb + ((ptrdiff_t)iy0 * d->geo.w + ix0) * c; /* row fy at + fy * xrow (inside rows only) */
+    int32_t fy, fx, fx0, fx1, kk = 0, iy = iy0;
+    edge_conv_taps(ix0, d->dw, d->geo.w, d->kw, &fx0, &fx1);
+    if (fx0 == 0 && fx1 == d->kw && d->dw == 1 && (row & 3) == 0) {
+        const uint32_t fill4 = (uint32_t)(uint8_t)zp * 0x01010101u;
+        int8_t *o = st + 4 * p;
+        for (fy = 0; fy < d->kh; fy++, iy += d->dh, src += xrow) {
+            int32_t i;
+            if (iy < 0 || iy >= h) {
+                for (i = 0; i < row; i += 4, o += 8) edge_put32(o, fill4);
+            } else {
+                for (i = 0; i < row; i += 4, o += 8) edge_put32(o, edge_get32(src + i));
+            }
+        }
+        return;
+    }
+    for (fy = 0; fy < d->kh; fy++, kk += row, iy += d->dh, src += xrow) {
+        if (iy < 0 || iy >= h || fx0 >= fx1) {
+            conv_stage_run(st, k4, t, kk, p, 0, row, zp);
+            continue;
+        }
+        if (fx0 > 0) conv_stage_run(st, k4, t, kk, p, 0, fx0 * c, zp);
+        if (d->dw == 1) {
+            conv_stage_run(st, k4, t, kk + fx0 * c, p, src + (ptrdiff_t)fx0 * c, (fx1 - fx0) * c, 0);
+        } else {
+            for (fx = fx0; fx < fx1; fx++)
+                conv_stage_run(st, k4, t, kk + fx * c, p, src + (ptrdiff_t)fx * d->dw * c, c, 0);
+        }
+        if (fx1 < d->kw) conv_stage_run(st, k4, t, kk + fx1 * c, p, 0, (d->kw - fx1) * c, zp);
+    }
+}
+
+/* Both pixels (p0 at oy0, ox0; p1 at oy1, ox1) staged, then widened in place into conv_slot's order. */
+static void conv_im2col_staged(const conv_data_t *d, const int8_t *xb, int32_t oy0, int32_t ox0, int32_t oy1,
+                               int32_t ox1, int16_t *col) {
+    const int32_t k = d->k, k4 = CONV_K4(k), t = k - k4;
+    const uint32_t off2 = (uint32_t)(uint16_t)d->input_offset * 0x10001u;
+    int8_t *const st = (int8_t *)col + 2 * k4;
+    uint32_t *o = (uint32_t *)(void *)col;
+    int32_t j, i;
+    int16_t tail[6];
+    conv_stage_pixel(d, xb, oy0, ox0, 0, st);
+    conv_stage_pixel(d, xb, oy1, ox1, 1, st);
+    for (j = 0; j < k4; j += 4, o += 4) {
+        const uint32_t a = edge_get32(st + 2 * j), b = edge_get32(st + 2 * j + 4);
+        o[0] = edge_sxtab16(off2, a);
+        o[1] = edge_sxtab16(off2, b);
+        o[2] = edge_sxtab16_ror8(off2, a);
+        o[3] = edge_sxtab16_ror8(off2, b);
+    }
+    for (i = 0; i < t; i++) { /* (p0, p1) pairs of the tail values, at slots 2 * kk + p */
+        tail[2 * i] = (int16_t)(st[2 * k4 + i] + d->input_offset);
+        tail[2 * i + 1] = (int16_t)(st[2 * k4 + t + i] + d->input_offset);
+    }
+    if (t) memcpy(col + 2 * k4, tail, sizeof(int16_t) * 2u * (size_t)t);
+}
+#endif
 
 /* A layer edge_rq cannot represent: edge_mbqm with the raw multiplier and shift. */
 static int8_t conv_out8_generic(const conv_data_t *d, const edge_rq_t *q, uint32_t acc) {
@@ -862,6 +963,11 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
                                 xb + ((int64_t)(p / d->geo.ow) * d->sh * d->geo.w + (p % d->geo.ow) * d->sw) * d->c,
                                 xb + ((int64_t)(q / d->geo.ow) * d->sh * d->geo.w + (q % d->geo.ow) * d->sw) * d->c,
                                 cols);
+            } else if (CONV_STAGED && d->groups == 1 && (d->cg & 3)) {
+#if CONV_STAGED
+                conv_im2col_staged(d, xb, p / d->geo.ow, p % d->geo.ow, (p + two) / d->geo.ow, (p + two) % d->geo.ow,
+                                   cols);
+#endif
             } else {
                 conv_im2col(d, xb, p / d->geo.ow, p % d->geo.ow, 0, cols);
                 conv_im2col(d, xb, (p + two) / d->geo.ow, (p + two) % d->geo.ow, 1, cols);

@@ -700,6 +700,8 @@ typedef struct {
     uint32_t fb[4];     /* 32: the starting sums (bias + input offset x the weights' sum) */
     edge_rq_t q[4];     /* 48: the four channels' requantization */
     dw_out_t o;         /* 80: zp, lo, hi, lo4, hi4 */
+    int32_t widened;    /* w16 holds the group's weights widened (dw_run3x3_pairs) */
+    uint32_t w16[18];
 } dw_run_t;
 
 #if EDGE_DSP_ASM
@@ -786,6 +788,164 @@ static void dw_run3x3(dw_run_t *st, int32_t XS, int32_t WS) {
 }
 #endif
 
+/* EDGE_WITH_DW_PAIRS=0 (gen_ops.py path_defines: a firmware for models without a 3x3 multiplier-1 layer) compiles
+ * dw_run3x3_pairs out; dw_run3x3 then runs every inside window */
+#ifndef EDGE_WITH_DW_PAIRS
+#define EDGE_WITH_DW_PAIRS 1
+#endif
+
+/* Two horizontally adjacent pixels of a 3x3, stride-1, width-dilation-1 window inside the input, one group of four
+ * channels: a0..a3 (pixel A) and b0..b3 (pixel B, one column right) += the nine taps. Per window row the four input
+ * columns are each loaded and widened (SXTB16) once: A's taps 0..2 are columns 0..2, B's columns 1..3. The
+ * group's weights come pre-widened (w16: tap t at words 2t, 2t + 1 = SXTB16 / SXTB16-ROR8 of its four weights, built
+ * once per group on the stack), one LDRD a tap. 51 instructions per row and pair (24 MACs) where dw_run3x3 takes
+ * 30 per row and pixel (12 MACs). XR: A's window top-left at the group's channel; CS: bytes between columns (c);
+ * RS: from a row's fourth column to the next row's first (xrow - 3c). */
+#if EDGE_DSP_ASM
+#define DW2_X(OFF)                                                                                          \
+    "ldr %[xl], [%[xr]" OFF "]\n\t"                                                                         \
+    "sxtb16 %[xh], %[xl], ror #8\n\t"                                                                       \
+    "sxtb16 %[xl], %[xl]\n\t"
+#define DW2_TAP(A0, A1, A2, A3, WOFF)                                                                       \
+    "ldrd %[wl], %[wh], [%[wr], #" WOFF "]\n\t"                                                             \
+    "smlabb %[" A0 "], %[xl], %[wl], %[" A0 "]\n\t"                                                         \
+    "smlatt %[" A2 "], %[xl], %[wl], %[" A2 "]\n\t"                                                         \
+    "smlabb %[" A1 "], %[xh], %[wh], %[" A1 "]\n\t"                                                         \
+    "smlatt %[" A3 "], %[xh], %[wh], %[" A3 "]\n\t"
+#define DW2_STEP(M)                                                                                         \
+    "ldr %[wl], %[" M "]\n\t"                                                                               \
+    "add %[xr], %[xr], %[wl]\n\t"
+/* one window row: taps at weight words WB (bytes: row fy's tap 0 at 24 fy) */
+#define DW2_ROW(T0, T1, T2)                                                                                 \
+    DW2_X("") DW2_TAP("a0", "a1", "a2", "a3", T0) DW2_STEP("cs")                                            \
+    DW2_X("") DW2_TAP("a0", "a1", "a2", "a3", T1) DW2_TAP("b0", "b1", "b2", "b3", T0) DW2_STEP("cs")        \
+    DW2_X("") DW2_TAP("a0", "a1", "a2", "a3", T2) DW2_TAP("b0", "b1", "b2", "b3", T1) DW2_STEP("cs")        \
+    DW2_X("") DW2_TAP("b0", "b1", "b2", "b3", T2)
+#define DW_PAIR3X3(XR, W16, CS, RS, a0, a1, a2, a3, b0, b1, b2, b3)                                         \
+    do {                                                                                                    \
+        const int8_t *xr_ = (XR);                                                                           \
+        const uint32_t *wr_ = (W16);                                                                        \
+        const int32_t cs_ = (CS), rs_ = (RS);                                                               \
+        uint32_t xl_, xh_, wl_, wh_;                                                                        \
+        __asm__ volatile(DW2_ROW("0", "8", "16") DW2_STEP("rs") DW2_ROW("24", "32", "40") DW2_STEP("rs")    \
+                         DW2_ROW("48", "56", "64")                                                          \
+                         : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [b0] "+&r"(b0),  \
+                           [b1] "+&r"(b1), [b2] "+&r"(b2), [b3] "+&r"(b3), [xl] "=&r"(xl_), [xh] "=&r"(xh_), \
+                           [wl] "=&r"(wl_), [wh] "=&r"(wh_), [xr] "+&r"(xr_), [wr] "+&r"(wr_)              \
+                         : [cs] "m"(cs_), [rs] "m"(rs_)                                                     \
+                         : "memory");                                                                       \
+    } while (0)
+/* one channel of both pixels: requantized (dw_store4's SMMLAR, ADD, SMMLAR), saturated to int8 */
+#define DW2_RQ(A, B, QOFF)                                                                                  \
+    "ldrd %[m], %[r], [%[q], #" QOFF "]\n\t"                                                                \
+    "smmlar %[" A "], %[" A "], %[m], %[" A "]\n\t"                                                         \
+    "smmlar %[" B "], %[" B "], %[m], %[" B "]\n\t"                                                         \
+    "add %[" A "], %[" A "], %[" A "], asr #31\n\t"                                                         \
+    "add %[" B "], %[" B "], %[" B "], asr #31\n\t"                                                         \
+    "smmlar %[" A "], %[" A "], %[r], %[zp]\n\t"                                                            \
+    "smmlar %[" B "], %[" B "], %[r], %[zp]\n\t"                                                            \
+    "ssat %[" A "], #8, %[" A "]\n\t"                                                                       \
+    "ssat %[" B "], #8, %[" B "]\n\t"
+/* both pixels' four channels requantized (the four channels' edge_rq_t at Q), packed, clamped bytewise (SSUB8 /
+ * SEL against lo and hi in every byte, as dw_store4), stored at Y and Y + C */
+#define DW_PAIR_STORE(a0, a1, a2, a3, b0, b1, b2, b3, Q, ZP, Y, C, LO4, HI4)                                \
+    do {                                                                                                    \
+        const edge_rq_t *q_ = (Q);                                                                          \
+        int8_t *y_ = (Y);                                                                                   \
+        const int32_t zp_ = (ZP), c_ = (C);                                                                 \
+        const uint32_t lo4_ = (LO4), hi4_ = (HI4);                                                          \
+        uint32_t m_, r_;                                                                                    \
+        __asm__ volatile(DW2_RQ("a0", "b0", "0") DW2_RQ("a1", "b1", "8")                                    \
+                         "bfi %[a0], %[a1], #8, #8\n\t"                                                     \
+                         "bfi %[b0], %[b1], #8, #8\n\t"                                                     \
+                         DW2_RQ("a2", "b2", "16")                                                           \
+                         "bfi %[a0], %[a2], #16, #8\n\t"                                                    \
+                         "bfi %[b0], %[b2], #16, #8\n\t"                                                    \
+                         DW2_RQ("a3", "b3", "24")                                                           \
+                         "bfi %[a0], %[a3], #24, #8\n\t"                                                    \
+                         "bfi %[b0], %[b3], #24, #8\n\t"                                                    \
+                         "ldr %[m], %[lo4]\n\t"                                                             \
+                         "ssub8 %[r], %[a0], %[m]\n\t"                                                      \
+                         "sel %[a0], %[a0], %[m]\n\t"                                                       \
+                         "ssub8 %[r], %[b0], %[m]\n\t"                                                      \
+                         "sel %[b0], %[b0], %[m]\n\t"                                                       \
+                         "ldr %[m], %[hi4]\n\t"                                                             \
+                         "ssub8 %[r], %[m], %[a0]\n\t"                                                      \
+                         "sel %[a0], %[a0], %[m]\n\t"                                                       \
+                         "ssub8 %[r], %[m], %[b0]\n\t"                                                      \
+                         "sel %[b0], %[b0], %[m]\n\t"                                                       \
+                         "ldr %[m], %[y]\n\t"                                                               \
+                         "ldr %[r], %[c]\n\t"                                                               \
+                         "str %[a0], [%[m]]\n\t"                                                            \
+                         "str %[b0], [%[m], %[r]]"                                                          \
+                         : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3), [b0] "+&r"(b0),  \
+                           [b1] "+&r"(b1), [b2] "+&r"(b2), [b3] "+&r"(b3), [m] "=&r"(m_), [r] "=&r"(r_)     \
+                         : [q] "r"(q_), [zp] "r"(zp_), [y] "m"(y_), [c] "m"(c_), [lo4] "m"(lo4_),            \
+                           [hi4] "m"(hi4_)                                                                  \
+                         : "cc", "memory");                                                                 \
+    } while (0)
+#else
+static inline void dw_pair3x3(const int8_t *xr, const uint32_t *w16, int32_t cs, int32_t rs, uint32_t *a,
+                              uint32_t *bb) {
+    int32_t fy, col;
+    for (fy = 0; fy < 3; fy++, xr += 3 * cs + rs, w16 += 6) {
+        for (col = 0; col < 4; col++) { /* column col: A's tap col (col < 3), B's tap col - 1 (col > 0) */
+            const uint32_t v = edge_get32(xr + (ptrdiff_t)col * cs), xl = edge_sxtb16(v), xh = edge_sxtb16_ror8(v);
+            int32_t p;
+            for (p = 0; p < 2; p++) {
+                const int32_t t = col - p;
+                uint32_t *s = p ? bb : a;
+                if (t < 0 || t > 2) continue;
+                s[0] = edge_smlabb(xl, w16[2 * t], s[0]);
+                s[2] = edge_smlatt(xl, w16[2 * t], s[2]);
+                s[1] = edge_smlabb(xh, w16[2 * t + 1], s[1]);
+                s[3] = edge_smlatt(xh, w16[2 * t + 1], s[3]);
+            }
+        }
+    }
+}
+#define DW_PAIR3X3(XR, W16, CS, RS, a0, a1, a2, a3, b0, b1, b2, b3)                                         \
+    do {                                                                                                    \
+        uint32_t a_[4] = {a0, a1, a2, a3}, b_[4] = {b0, b1, b2, b3};                                        \
+        dw_pair3x3((XR), (W16), (CS), (RS), a_, b_);                                                        \
+        a0 = a_[0], a1 = a_[1], a2 = a_[2], a3 = a_[3], b0 = b_[0], b1 = b_[1], b2 = b_[2], b3 = b_[3];     \
+    } while (0)
+#endif
+
+/* The group's nine weights at w (tap t at row t / 3, column t % 3; wrow bytes between rows, c between columns)
+ * widened for DW_PAIR3X3: words 2t, 2t + 1 = SXTB16 / SXTB16-ROR8 of tap t's four weights. */
+static void dw_widen3x3(const int8_t *w, int32_t wrow, int32_t c, uint32_t *w16) {
+    int32_t t;
+    for (t = 0; t < 9; t++) {
+        const uint32_t v = edge_get32(w + (ptrdiff_t)(t / 3) * wrow + (ptrdiff_t)(t % 3) * c);
+        w16[2 * t] = edge_sxtb16(v);
+        w16[2 * t + 1] = edge_sxtb16_ror8(v);
+    }
+}
+
+/* A run of n inside 3x3 windows at stride 1 (the run dw_run3x3 takes, its state in st): two pixels a pass
+ * (DW_PAIR3X3), each pair requantized and stored by DW_PAIR_STORE (the q loads shared by the two pixels); an odd
+ * last pixel by dw_run3x3. */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* its own registers: DW_PAIR3X3 takes 14 */
+#endif
+static void dw_run3x3_pairs(dw_run_t *st, int32_t c) {
+    const int32_t rs = st->xrow - 3 * c;
+    const uint32_t *const w16 = st->w16;
+    if (!st->widened) dw_widen3x3(st->w, st->wrow, c, st->w16), st->widened = 1;
+    for (; st->n >= 2; st->n -= 2, st->x += 2 * c, st->y += 2 * c) {
+        uint32_t a0 = st->fb[0], a1 = st->fb[1], a2 = st->fb[2], a3 = st->fb[3], b0 = a0, b1 = a1, b2 = a2, b3 = a3;
+        DW_PAIR3X3(st->x, w16, c, rs, a0, a1, a2, a3, b0, b1, b2, b3);
+#if EDGE_DSP_ASM
+        DW_PAIR_STORE(a0, a1, a2, a3, b0, b1, b2, b3, st->q, st->o.zp, st->y, c, st->o.lo4, st->o.hi4);
+#else
+        dw_store4(a0, a1, a2, a3, st->q, st->y, &st->o);
+        dw_store4(b0, b1, b2, b3, st->q, st->y + c, &st->o);
+#endif
+    }
+    if (st->n) dw_run3x3(st, c, c);
+}
+
 /* Multiplier 1 on DSP cores, four channels at a time from registers, one group of four over every pixel
  * (its four channels' requantization unpacked once). A 3x3 window inside the input (per output row, the
  * columns [oxa, oxb) of a row whose window rows are all inside) multiplies raw inputs: the input offset is
@@ -807,6 +967,7 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
     const int32_t xstep = dwx * c, xrow = dh * w * c, wrow = kw * c, pstep = sw * c;
     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
     const int is3x3 = kh == 3 && kw == 3;
+    int pairs; /* dw_run3x3_pairs on the inside runs (weights widened once per group and call) */
     uint32_t b4[4];
     dw_run_t run;
     int32_t b, oy, ox, fy, fx, ch, j, fy0, fy1, fx0, fx1, oxa, oxb;
@@ -824,6 +985,9 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
     oxb = (w - 1 - (kw - 1) * dwx + pl) >= 0 ? (w - 1 - (kw - 1) * dwx + pl) / sw + 1 : 0;
     if (oxb > ow) oxb = ow;
     if (oxa > oxb) oxa = oxb;
+    /* runs of 8 or more: the widening (~110 instructions a group) paid back by the pairs of the first row (~50 each);
+     * a patch's narrow windows (kws_dscnn's 13x7 grid: runs of 2..4) stay with dw_run3x3 */
+    pairs = is3x3 && sw == 1 && dwx == 1 && !generic && oxb - oxa >= 8;
     for (ch = 0; ch < c4; ch += 4) {
         for (j = 0; j < 4; j++) {
             uint32_t swt = 0;
@@ -834,6 +998,7 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
             if (!generic) run.q[j] = edge_rq_at(d->rq, d->oc, ch + j);
         }
         run.w = wt + ch;
+        run.widened = 0; /* w16: widened at the group's first pair run */
         for (b = 0; b < n; b++) {
             for (oy = 0; oy < oh; oy++) {
                 const int32_t iy0 = oy * sh - pt;
@@ -857,7 +1022,8 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
                         run.x = x + xrow0 + (int64_t)ix0 * c;
                         run.y = yp;
                         run.n = oxb - oxa;
-                        dw_run3x3(&run, xstep, c);
+                        if (EDGE_WITH_DW_PAIRS && pairs && run.n >= 2) dw_run3x3_pairs(&run, c);
+                        else dw_run3x3(&run, xstep, c);
                         ox = oxb - 1, yp += (int64_t)(oxb - oxa - 1) * c; /* the loop steps to oxb */
                         continue;
                     }
@@ -961,65 +1127,89 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
  * every group of four outputs runs DW_MULT4 over the staged taps from its bias and stores four bytes. Each
  * input value is loaded once per group (CMSIS-NN loads it once per output). The sums are the reference's mod
  * 2^32, the requantization edge_rq (dw_store4) or edge_mbqm: bit-exact. */
-/* A word at any address (LDR / STR take unaligned addresses on v7E-M; the emulated build: memcpy). */
-#if EDGE_DSP_ASM
-typedef uint32_t __attribute__((aligned(1), may_alias)) dw_word_t;
-static inline uint32_t dw_get32(const int8_t *p) { return *(const dw_word_t *)(const void *)p; }
-static inline void dw_put32(int8_t *p, uint32_t v) { *(dw_word_t *)(void *)p = v; }
-#else
-static inline uint32_t dw_get32(const int8_t *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-static inline void dw_put32(int8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-#endif
-
 /* The 8-bit filter (the least-RAM request): outputs ch..ch+3 += their taps over the staged window rows (kwp bytes
  * each, the zero point in the padding) from wr, the weight word of those outputs at the first staged row's tap 0
  * (the next tap oc bytes on). Four taps at a time: one word of staged inputs, SXTAB16 adds the offset into
  * (x0, x2) / (x1, x3); each tap's weight word SXTB16 into (w0, w2) / (w1, w3); SMLAxy picks the halves (2 instructions
- * per MAC). The last kw % 4 taps one by one (a tap past kw would read past the filter). */
+ * per MAC). The last kw % 4 taps from their staged word as well (a 3x3 filter: all of them), their weights only (a
+ * tap past kw would read past the filter); they ran one by one, each input widened alone (person_detect's node 0
+ * under the least-RAM request: 15.3 instructions per MAC). */
 static void dw_mult8_group(const int8_t *win, const int8_t *wr, int32_t rows, int32_t kw, int32_t kwp, int32_t oc,
-                           uint32_t off2, int32_t zp, uint32_t *p0, uint32_t *p1, uint32_t *p2, uint32_t *p3) {
+                           uint32_t off2, uint32_t *p0, uint32_t *p1, uint32_t *p2, uint32_t *p3) {
     uint32_t a0 = *p0, a1 = *p1, a2 = *p2, a3 = *p3;
     const int32_t k4 = kw & ~3;
     int32_t fy, fx;
     for (fy = 0; fy < rows; fy++, win += kwp) {
         for (fx = 0; fx < k4; fx += 4, wr += 4 * oc) {
-            const uint32_t xv = dw_get32(win + fx), x02 = edge_sadd16(edge_sxtb16(xv), off2),
+            const uint32_t xv = edge_get32(win + fx), x02 = edge_sadd16(edge_sxtb16(xv), off2),
                            x13 = edge_sadd16(edge_sxtb16_ror8(xv), off2);
-            uint32_t wv = dw_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            uint32_t wv = edge_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
             a0 = edge_smlabb(w02, x02, a0); /* tap 0: x0 */
             a2 = edge_smlatb(w02, x02, a2);
             a1 = edge_smlabb(w13, x02, a1);
             a3 = edge_smlatb(w13, x02, a3);
-            wv = dw_get32(wr + oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            wv = edge_get32(wr + oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
             a0 = edge_smlabb(w02, x13, a0); /* tap 1: x1 */
             a2 = edge_smlatb(w02, x13, a2);
             a1 = edge_smlabb(w13, x13, a1);
             a3 = edge_smlatb(w13, x13, a3);
-            wv = dw_get32(wr + 2 * oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            wv = edge_get32(wr + 2 * oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
             a0 = edge_smlabt(w02, x02, a0); /* tap 2: x2 */
             a2 = edge_smlatt(w02, x02, a2);
             a1 = edge_smlabt(w13, x02, a1);
             a3 = edge_smlatt(w13, x02, a3);
-            wv = dw_get32(wr + 3 * oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            wv = edge_get32(wr + 3 * oc), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
             a0 = edge_smlabt(w02, x13, a0); /* tap 3: x3 */
             a2 = edge_smlatt(w02, x13, a2);
             a1 = edge_smlabt(w13, x13, a1);
             a3 = edge_smlatt(w13, x13, a3);
         }
-        for (; fx < kw; fx++, wr += oc) {
-            const uint32_t xx = (uint32_t)(uint16_t)(win[fx] - zp);
-            const uint32_t wv = dw_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
-            a0 = edge_smlabb(w02, xx, a0);
-            a2 = edge_smlatb(w02, xx, a2);
-            a1 = edge_smlabb(w13, xx, a1);
-            a3 = edge_smlatb(w13, xx, a3);
+        if (fx < kw) { /* the last kw % 4 taps: their staged word (kwp bytes a row), taps past kw never read */
+            const uint32_t xv = edge_get32(win + fx), x02 = edge_sadd16(edge_sxtb16(xv), off2),
+                           x13 = edge_sadd16(edge_sxtb16_ror8(xv), off2);
+            uint32_t wv = edge_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+            a0 = edge_smlabb(w02, x02, a0); /* tap 0: x0 */
+            a2 = edge_smlatb(w02, x02, a2);
+            a1 = edge_smlabb(w13, x02, a1);
+            a3 = edge_smlatb(w13, x02, a3);
+            wr += oc;
+            if (fx + 1 < kw) {
+                wv = edge_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+                a0 = edge_smlabb(w02, x13, a0); /* tap 1: x1 */
+                a2 = edge_smlatb(w02, x13, a2);
+                a1 = edge_smlabb(w13, x13, a1);
+                a3 = edge_smlatb(w13, x13, a3);
+                wr += oc;
+            }
+            if (fx + 2 < kw) {
+                wv = edge_get32(wr), w02 = edge_sxtb16(wv), w13 = edge_sxtb16_ror8(wv);
+                a0 = edge_smlabt(w02, x02, a0); /* tap 2: x2 */
+                a2 = edge_smlatt(w02, x02, a2);
+                a1 = edge_smlabt(w13, x02, a1);
+                a3 = edge_smlatt(w13, x02, a3);
+                wr += oc;
+            }
         }
     }
     *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
+}
+
+/* Channels ch..ch+3 without an unpacked requantization (the least-RAM request): edge_rq's layer rebuilds the four
+ * channels' edge_rq_t from the compact form for dw_store4, a generic one takes dw_store4_generic. Out of line: the
+ * default plan's loop (mult_q) keeps its registers. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void dw_store4_compact(const dw_data_t *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, int32_t ch,
+                              int8_t *yp, const dw_out_t *o) {
+    edge_rq_t q4[4];
+    int32_t j;
+    if (d->rq_generic) {
+        dw_store4_generic(d, a0, a1, a2, a3, ch, yp);
+        return;
+    }
+    for (j = 0; j < 4; j++) q4[j] = edge_rq_at(d->rq, d->oc, ch + j);
+    dw_store4(a0, a1, a2, a3, q4, yp, o);
 }
 
 static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
@@ -1056,10 +1246,10 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, 
                     int8_t *row = win;
                     if (contiguous && fx0 == 0 && fx1 == kw && at + (rows - 1) * xrow + kwp <= xbytes) {
                         for (fy = 0; fy < rows; fy++, row += kwp, at += xrow) /* kw..kwp: weight 0 */
-                            for (q = 0; q < kwp; q += 4) dw_put32(row + q, dw_get32(x + at + q));
+                            for (q = 0; q < kwp; q += 4) edge_put32(row + q, edge_get32(x + at + q));
                     } else if (contiguous) {
                         for (fy = 0; fy < rows; fy++, row += kwp, at += xrow) {
-                            for (q = 0; q < kwp; q += 4) dw_put32(row + q, fill4);
+                            for (q = 0; q < kwp; q += 4) edge_put32(row + q, fill4);
                             for (fx = fx0; fx < fx1; fx++) row[fx] = x[at + fx];
                         }
                     } else {
@@ -1075,11 +1265,11 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, 
                         if (rows > 0 && wg) {
                             DW_MULT4(win, wg, rows * nq, off2, a0, a1, a2, a3);
                         } else if (rows > 0) {
-                            dw_mult8_group(win, wt + ((ptrdiff_t)fy0 * kw * oc + ch), rows, kw, kwp, oc, off2, zp,
+                            dw_mult8_group(win, wt + ((ptrdiff_t)fy0 * kw * oc + ch), rows, kw, kwp, oc, off2,
                                            &a0, &a1, &a2, &a3);
                         }
                         if (d->mult_q) dw_store4(a0, a1, a2, a3, d->mult_q + ch, yp + 4 * g, &o);
-                        else dw_store4_generic(d, a0, a1, a2, a3, ch, yp + 4 * g);
+                        else dw_store4_compact(d, a0, a1, a2, a3, ch, yp + 4 * g, &o);
                     }
                 }
             }
