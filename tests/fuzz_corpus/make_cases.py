@@ -31,6 +31,10 @@ dwconv16-int64-bias-near-min.tflite With the harness's inputs (edge-run-c --fuzz
                                     bias overflowed int64 (UBSan: signed integer overflow in tc_int16, the CI
                                     fuzz session's finding). Zero inputs do not trigger it. Fix: the int16
                                     kernels add the bias wrapping (edge_conv_add64).
+refused-lstm-negative-cell-scale.tflite  int8 UNIDIRECTIONAL_SEQUENCE_LSTM whose cell state (input 19) has a negative scale
+                                    (session 15's CI fuzz finding): prepare took round(log2(scale)) and cast
+                                    log2 of it (NaN) to int (UBSan). Fix: the kernel refuses a cell scale that is not a
+                                    positive finite number.
 refused-tile-multiple-overflow.tflite  TILE of a [2, 3] tensor by multiples [2^62, 1] (INT64): prepare multiplied the
                                     multiple by the dim before checking it (UBSan: signed integer overflow in
                                     tile.c, the bounded fuzz session's finding once IF / WHILE seeds joined the
@@ -160,6 +164,14 @@ def dwconv_bias_near_min() -> bytes:
     return _bias_near_min("DEPTHWISE_CONV_2D", np.random.default_rng(7))
 
 
+def lstm_negative_cell_scale() -> bytes:
+    from tests.test_ops_sequence import _lstm_specs
+
+    ins, outs = _lstm_specs(np.random.default_rng(11), "INT8", cell_scale=-(2.0**-11))  # logf(negative) = NaN
+    opts = {"fused_activation_function": "TANH", "cell_clip": 0.0, "time_major": False}
+    return op_model("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, options=opts)
+
+
 CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-output-ratio.tflite": huge_ratio,
          "refused-shape-product-overflow.tflite": shape_product_overflow,
          "refused-broadcast-count-overflow.tflite": broadcast_count_overflow,
@@ -168,7 +180,8 @@ CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-out
          "conv16-int64-bias-near-min.tflite": conv_bias_near_min,
          "dwconv16-int64-bias-near-min.tflite": dwconv_bias_near_min,
          "refused-tile-multiple-overflow.tflite": tile_multiple_overflow,
-         "split-empty-rows.tflite": split_empty_rows}
+         "split-empty-rows.tflite": split_empty_rows,
+         "refused-lstm-negative-cell-scale.tflite": lstm_negative_cell_scale}
 
 if __name__ == "__main__":
     for name, fn in CASES.items():

@@ -275,8 +275,11 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     }
     {
         const double gate_out = 1.0 / 32768.0; /* Q0.15 */
-        int32_t power = checked_log2(c->scale);
-        int32_t shift = 15 + power - 3, fs, is, hs;
+        int32_t power, shift, fs, is, hs;
+        if (!(c->scale > 0.0f && c->scale <= 3.0e38f)) /* NaN, 0, negative or inf: no log2 to take */
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "LSTM: cell state scale is not a positive finite number");
+        power = checked_log2(c->scale);
+        shift = 15 + power - 3;
         if (shift > 40 || shift < -40) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "LSTM: cell state scale");
         if (shift < 0) { d->tanh_mult = 3; d->tanh_shift = (int8_t)-shift; }
         else { d->tanh_mult = 0; d->tanh_shift = (int8_t)shift; }
