@@ -986,7 +986,10 @@ class CInterpreter(Interpreter, backend="c"):
         to evaluate) or with legacy UINT8 tensors (loaded as presented by edge_sdk.runtime.uint8)."""
         from edge_sdk.runtime import op_table
 
-        model = self.model
+        try:
+            model = self.model
+        except ModelError:  # not a readable model: the C loader names what is wrong, in its own words (EDGE_MODEL)
+            return {}
         if self._uint8 or not any(op_table.row(code.name).shape_only for code in model.operator_codes):
             return {}
         try:
