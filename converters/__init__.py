@@ -280,24 +280,24 @@ def _model_figures(model, data: bytes, check: dict | None) -> dict:
 _RUNTIME_WORDS = {"c": "C runtime", "python": "Python interpreter"}
 
 
-def _stored_shapes(model, read_model) -> dict | None:
-    """{input: its stored shape} for the inputs whose shape signature has a -1 (a dynamic dim the converted model
-    resizes at: converters.dynamic_dims): the target check judges the model at the size it was converted at."""
-    m = read_model(model) if isinstance(model, (bytes, bytearray, memoryview)) else model
-    sg = m.subgraphs[0]
+def _stored_shapes(model) -> dict | None:
+    """{input: its stored shape} for the inputs of ``model`` (a Model) whose shape signature has a -1 (a dynamic
+    dim the converted model resizes at: converters.dynamic_dims): the target check judges the model at the size it
+    was converted at."""
+    sg = model.subgraphs[0]
     shapes = {sg.tensors[t].name: tuple(sg.tensors[t].shape) for t in sg.inputs
               if sg.tensors[t].shape_signature is not None and -1 in tuple(sg.tensors[t].shape_signature)}
     return shapes or None
 
 
-def _check(model, profile, memory: str | None = None) -> dict:
-    """The device-profile check (``edge_sdk.targets.check.check_model``) of ``model`` (.tflite bytes or a Model)
-    against a loaded ``profile``, as plain data, plus ``reasons``: the message of every error (what makes the
-    verdict "fails"; fallbacks to the CPU are problems but not reasons)."""
-    from edge_sdk.model import read_model
+def _check(tflite: bytes, model, profile, memory: str | None = None) -> dict:
+    """The device-profile check (``edge_sdk.targets.check.check_model``) of ``tflite`` (the bytes written from
+    the Model ``model``: its input shapes are read off the object, not parsed again) against a loaded ``profile``,
+    as plain data, plus ``reasons``: the message of every error (what makes the verdict "fails"; fallbacks to the
+    CPU are problems but not reasons)."""
     from edge_sdk.targets.check import check_model
 
-    result = check_model(model, profile, memory=memory, input_shapes=_stored_shapes(model, read_model))
+    result = check_model(tflite, profile, memory=memory, input_shapes=_stored_shapes(model))
     data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
     problems = data.get("problems") or []
     data["reasons"] = [p.get("message", str(p)) if isinstance(p, dict) else str(p) for p in problems
@@ -735,7 +735,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     if target is not None:
         log.stage(f"checking against {target}")
         tflite = write_model(model)
-        check = _check(tflite, profile, memory)
+        check = _check(tflite, model, profile, memory)
         if check.get("verdict") == "fails":
             raise ConversionError(f"{name}: the converted model cannot run on {target}; nothing was written",
                                   check["reasons"] or ["the device-profile check failed (no reason given)"])

@@ -384,7 +384,13 @@ def test_dynamic_batch_alone_is_one_with_a_note(tmp_path):
 
     src = _dynamic_onnx(tmp_path / "b.onnx", ("batch", 3, 8, 8))
     r = convert(str(src), quantize="none")
-    assert any("batch" in n and "set to 1" in n for n in r.report["notes"])
+    # stored as 1; the model resizes, so the signature keeps -1 there (issue 24: named dims stay dynamic)
+    assert any("batch" in n and "stored as 1" in n for n in r.report["notes"])
+    from edge_sdk.model import read_model
+
+    sg = read_model(r.tflite).subgraphs[0]
+    x = sg.tensors[sg.inputs[0]]
+    assert tuple(x.shape) == (1, 3, 8, 8) and tuple(x.shape_signature) == (-1, 3, 8, 8)
 
 
 def test_convert_validates_target_and_output_before_any_work(tmp_path):
