@@ -221,6 +221,24 @@ def test_a_transpose_conv_output_shape_from_data_is_checked_at_every_invoke(runt
     assert "node 0 (TRANSPOSE_CONV" in str(err.value) and "\n" not in str(err.value)
 
 
+def test_made_up_inputs_give_a_shape_input_the_one_value_it_may_hold(runtime, tmp_path):
+    """Random feeds (edge bench / profile; TFLM's seanet TRANSPOSE_CONV models feed output_shape as an input):
+    the shape input gets the shape prepare sized the output with, the data input stays random, and the model runs."""
+    from edge_sdk import Interpreter
+    from edge_sdk.tools.bench import _random_inputs
+
+    for model, want in ((_transpose_conv_by_input(), [[1, 4, 6, 2], None]), (_reshape_by_input(), [None, [3, 4]])):
+        interp = Interpreter(model_content=model, backend=runtime)
+        interp.allocate_tensors()
+        required = interp.required_input_values()
+        assert [None if r is None else r.tolist() for r in required] == want
+        feeds = _random_inputs(interp.get_input_details(), 3, required)
+        for d, x in zip(interp.get_input_details(), feeds):
+            interp.set_tensor(d["index"], x)
+        interp.invoke()  # a random shape input would be a DataError here
+        assert np.isfinite(interp.get_tensor(interp.get_output_details()[0]["index"])).all()
+
+
 def test_fill_dims_from_data_are_refused_at_prepare_naming_the_tensor():
     g = GraphBuilder()
     dims = g.input("dims", (1,), "INT32")

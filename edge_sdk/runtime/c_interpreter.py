@@ -582,6 +582,11 @@ class CInterpreter(Interpreter, backend="c"):
                              f"for input {tensor_index}.")
         view[...] = value
 
+    def required_input_values(self) -> list[np.ndarray | None]:
+        """As Interpreter.required_input_values: per model input, the one value an op that reads it as its output
+        shape lets it hold, else None (the Python prepare of the same model at the same input shapes)."""
+        return self._python().required_input_values()
+
     def no_data(self, tensor_index, subgraph_index: int = 0) -> str | None:
         """As Interpreter.no_data: why the tensor holds no data in the C plan (a folded PAD's output), else None."""
         t, s = int(tensor_index), int(subgraph_index)

@@ -1030,6 +1030,17 @@ class Interpreter:
             raise ValueError(f"Cannot set tensor: tensor {t} '{info.name}' is a constant")
         view[...] = value
 
+    def required_input_values(self) -> list[np.ndarray | None]:
+        """Per model input (get_input_details' order): the one value it may hold, for an input an op reads as
+        the shape its output was sized with at prepare (RESHAPE's shape, TRANSPOSE_CONV's output_shape: any other
+        value is a DataError at invoke), else None. Made-up inputs (random feeds: edge profile, benchmarks) take
+        it. Needs allocate_tensors."""
+        if self._p is None or not self._p.infos:
+            raise ValueError("required_input_values needs allocate_tensors first")
+        infos = self._p.infos[0]
+        return [None if infos[t].expected is None else infos[t].expected.copy()
+                for t in self._model.subgraphs[0].inputs]
+
     def no_data(self, tensor_index, subgraph_index: int = 0) -> str | None:
         """Why the tensor holds no data after allocate_tensors (get_tensor raises LiteRT's "Tensor data is null"
         for it, get_tensor_details marks it ``no_data``), else None: a tensor a delegate keeps to itself, or the

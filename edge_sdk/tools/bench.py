@@ -82,15 +82,19 @@ def _peak_rss_bytes() -> int | None:
     return int(rss if sys.platform == "darwin" else rss * 1024)  # Linux reports KiB, macOS bytes
 
 
-def _random_inputs(details: list[dict], seed: int) -> list:
+def _random_inputs(details: list[dict], seed: int, required=None) -> list:
+    """Seeded random inputs over each type's range; an input with a ``required`` value (an output shape an op
+    reads: Interpreter.required_input_values) takes it."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     out = []
-    for d in details:
+    for k, d in enumerate(details):
         dtype = np.dtype(d["dtype"])
         shape = tuple(int(x) for x in d["shape"])
-        if dtype.kind == "f":
+        if required is not None and required[k] is not None:
+            x = np.asarray(required[k], dtype).reshape(shape)
+        elif dtype.kind == "f":
             x = rng.standard_normal(shape).astype(dtype)
         elif dtype.kind in "iu":
             info = np.iinfo(dtype)
@@ -359,7 +363,9 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
     runner = _Runner(backend, content, threads, name)
     init_us = (read_ns + clock() - t0) / 1e3
     details = runner.interp.get_input_details()
-    runner.set_inputs(fed_inputs(inputs, arrays, details) if arrays is not None else _random_inputs(details, seed))
+    required = getattr(runner.interp, "required_input_values", None)  # ours; LiteRT's interpreter has none
+    runner.set_inputs(fed_inputs(inputs, arrays, details) if arrays is not None
+                      else _random_inputs(details, seed, required() if required else None))
 
     def timed() -> float:
         t = clock()

@@ -55,9 +55,11 @@ def _coerce(a: np.ndarray, spec, where: str) -> np.ndarray:
     return np.ascontiguousarray(a)
 
 
-def make_inputs(specs, data=None, names=None, seed: int = 0) -> tuple[list[np.ndarray], str]:
+def make_inputs(specs, data=None, names=None, seed: int = 0, required=None) -> tuple[list[np.ndarray], str]:
     """Inputs for the device: from ``data`` (.npy: the one input; .npz: by input name, else in order), or
-    seeded random values over the input type's range. Returns (arrays, a description of the source)."""
+    seeded random values over the input type's range, except an input with a ``required`` value (an output shape
+    an op reads: Interpreter.required_input_values), which takes it. Returns (arrays, a description of the
+    source)."""
     if data is not None:
         path = Path(data)
         loaded = np.load(path, allow_pickle=False)
@@ -76,9 +78,11 @@ def make_inputs(specs, data=None, names=None, seed: int = 0) -> tuple[list[np.nd
         return [_coerce(a, s, f"{path}") for a, s in zip(arrays, specs)], str(path)
     rng = np.random.default_rng(seed)
     out = []
-    for s in specs:
+    for k, s in enumerate(specs):
         dt = s.dtype
-        if dt.kind in "iu":
+        if required is not None and required[k] is not None:
+            out.append(np.asarray(required[k], dt).reshape(s.shape))
+        elif dt.kind in "iu":
             info = np.iinfo(dt)
             out.append(rng.integers(info.min, int(info.max) + 1, size=s.shape, dtype=dt))
         elif dt.kind == "b":
@@ -338,7 +342,8 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
     info = link.info()
     in_specs, out_specs = _declared(info.inputs, uint8_io[0]), _declared(info.outputs, uint8_io[1])
     in_details = host.get_input_details()
-    arrays, source = make_inputs(in_specs, inputs, [d["name"] for d in in_details], seed)
+    arrays, source = make_inputs(in_specs, inputs, [d["name"] for d in in_details], seed,
+                                 host.required_input_values())
     # variables, or an op with effects (resource variables, called subgraphs): each run may differ from the last
     stateful = any(t.is_variable for s in model.subgraphs for t in s.tensors) or any(
         op_table.row(model.operator_codes[op.opcode_index].name).effects

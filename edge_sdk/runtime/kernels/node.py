@@ -52,6 +52,10 @@ class TensorInfo:
     # the interpreter right after its node's prepare (shape_arithmetic.know_at_prepare); it still lives in the arena and
     # its node still writes it at every invoke (the same value). None: unknown until run time.
     value: np.ndarray | None = None
+    # a run-time tensor an op reads as the shape prepare sized its output with (RESHAPE's shape, TRANSPOSE_CONV's
+    # output_shape: shape.run_time_shape_check): the one value it may hold at invoke. A model input of this kind
+    # (TFLM's seanet TRANSPOSE_CONV models feed output_shape) is given it where inputs are made up (random feeds).
+    expected: np.ndarray | None = None
 
     @property
     def is_const(self) -> bool:

@@ -145,6 +145,7 @@ def run_time_shape_check(node: Node, i: int, shape: tuple[int, ...], elements: i
     the output with (one -1 resolved against ``elements`` when given, as RESHAPE does); else a DataError naming the
     node, the tensor and both shapes: the output would be sized wrong, silently."""
     where, name = node.where(), node.inputs[i].name
+    node.inputs[i].expected = np.asarray(shape, node.inputs[i].dtype)
 
     def check(values: np.ndarray) -> None:
         got = [int(v) for v in np.asarray(values).reshape(-1)]
