@@ -272,6 +272,41 @@ def test_pad_transpose_block_copies(runtime, name):
     np.testing.assert_array_equal(got, want)
 
 
+# ------------------------------------------------------------------------------------------- MEAN over H, W
+# int8 global average pools (mean.c's mean_hw_q8: on DSP cores eight channels a pass in SXTAB16 int16 lanes, blocks
+# of 256 pixels; other channels one at a time). name: (op, shape, keep_dims, input zero point, output zero point
+# offset from the mean of random bytes); "extreme": channel k all -128 for even k, all 127 for odd (a lane's bounds)
+MEAN_HW_CASES = {
+    "mean-hw-c64-25x5-keep": ("MEAN", (1, 25, 5, 64), True, -128, 3),  # kws_dscnn's pool
+    "mean-hw-c13-batch2": ("MEAN", (2, 7, 9, 13), False, 5, -7),  # one group of eight, a tail of five
+    "mean-hw-c8-300px": ("MEAN", (1, 20, 15, 8), True, 127, 0),  # two pixel blocks (256 + 44)
+    "mean-hw-c16-256px-extreme": ("MEAN", (1, 16, 16, 16), False, 0, 0),  # lanes at their bounds, one block
+    "mean-hw-c24-sum": ("SUM", (1, 3, 4, 24), True, -3, 10),
+    "mean-hw-c3-tail-only": ("MEAN", (1, 6, 5, 3), True, 9, -20),
+}
+
+
+def _mean_hw_model(name):
+    op, shape, keep, izp, ozp = MEAN_HW_CASES[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    n, h, w, c = shape
+    ys = 0.05 * (h * w if op == "SUM" else 1) * 1.5
+    ozp = int(np.clip(ozp - round((-0.5 - izp) / 1.5), -128, 127))  # the mean of random bytes near ozp
+    model = op_model(op, [T(shape, "INT8", 0.05, izp), T((2,), "INT32", data=np.array([1, 2], np.int32))],
+                     [T((n, 1, 1, c) if keep else (n, c), "INT8", ys, ozp)], options={"keep_dims": keep})
+    x = rng.integers(-128, 128, shape).astype(np.int8)
+    if name.endswith("extreme"):
+        x[..., 0::2], x[..., 1::2] = -128, 127
+    return model, [x]
+
+
+@pytest.mark.parametrize("name", list(MEAN_HW_CASES))
+def test_mean_over_hw_dsp_equals_portable_and_tflm(backend, dsp_runner, name, tmp_path):  # noqa: F811
+    model, feeds = _mean_hw_model(name)
+    plain = _check(backend, dsp_runner, model, feeds, tmp_path)
+    assert np.unique(plain).size >= 2, "degenerate case: one output value"
+
+
 # ------------------------------------------------------------------------------------------------ on the M4
 
 @pytest.mark.slow
@@ -279,13 +314,14 @@ def test_pad_transpose_block_copies(runtime, name):
                     reason="needs arm-none-eabi-gcc and qemu-system-arm")
 def test_mcu_kernels_on_cortex_m4_under_qemu(tmp_path):
     """The real assembly (DW_MULT4's SXTAB16 / SMLAD, conv_pairs_rq's SSAT / SSUB8 / SEL clamp and halfword
-    stores, the unaligned word copies of PAD and TRANSPOSE) in a Cortex-M4 image per case == Python."""
+    stores, the unaligned word copies of PAD and TRANSPOSE, MEAN's SXTAB16 lanes) in a Cortex-M4 image per case == Python."""
     build = tmp_path / "b"
     models = {name: _dw_model(name)[0] for name in DW_CASES}
     models.update({name: _conv_pair_model(name)[0] for name in [*CONV_PAIR_CASES, *CONV_FEW_CHANNEL_CASES]})
     models.update({name: _pad_model(name)[0] for name in PAD_CASES if PAD_CASES[name][0] == "INT8"})
     models.update({name: _transpose_model(name)[0] for name in TRANSPOSE_CASES
                    if TRANSPOSE_CASES[name][0] == "INT8"})
+    models.update({name: _mean_hw_model(name)[0] for name in MEAN_HW_CASES})
     failures = m4_image_mismatches(models, build)
     assert not failures, f"M4 output differs from Python on {failures}"
 
@@ -340,8 +376,9 @@ def test_fully_connected_instructions_per_mac_on_cortex_m4(tmp_path, name):
 def test_fast_paths_compiled_only_for_models_that_take_them(tmp_path):
     """gen_ops.build_defines (edge flash, make size): the type switches (type_defines), then EDGE_WITH_CONV_STAGED=0
     for models whose every CONV_2D has a filter depth of whole chunks of four (person_detect's 1x1 layers) and
-    EDGE_WITH_DW_PAIRS=0 for models without a 3x3 multiplier-1 DEPTHWISE_CONV_2D (micro_speech); nothing for a model
-    with such a layer; several models: their union."""
+    EDGE_WITH_DW_PAIRS=0 for models without a 3x3 multiplier-1 DEPTHWISE_CONV_2D (micro_speech), EDGE_WITH_MEAN_HW=0
+    for models without a MEAN / SUM of a rank-4 input; nothing for a model with such a layer; several models: their
+    union."""
     import sys
 
     sys.path.insert(0, str(FW / "tools"))
@@ -353,16 +390,19 @@ def test_fast_paths_compiled_only_for_models_that_take_them(tmp_path):
     for name, model in {"wide": _conv_pair_model("conv1x1-k32-relu-stride2-per-tensor")[0],
                         "narrow": _conv_pair_model("conv10x4-c1-stride2")[0],
                         "dw3x3": _dw_model("dw-m1-c8-3x3-pairs-even")[0],
-                        "dw_m8": _dw_model("dw-m8-c1-3x3-stride2-relu6")[0]}.items():
+                        "dw_m8": _dw_model("dw-m8-c1-3x3-stride2-relu6")[0],
+                        "pool": _mean_hw_model("mean-hw-c24-sum")[0]}.items():
         paths[name] = str(tmp_path / f"{name}.tflite")
         Path(paths[name]).write_bytes(model)
 
     def paths_of(*names):
         return gen_ops.build_defines([paths[n] for n in names])[len(gen_ops.type_defines([paths[n] for n in names])):]
 
-    assert paths_of("wide") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0"]
-    assert paths_of("narrow") == ["-DEDGE_WITH_DW_PAIRS=0"]
-    assert paths_of("dw3x3") == ["-DEDGE_WITH_CONV_STAGED=0"]
-    assert paths_of("dw_m8") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0"]
-    assert paths_of("narrow", "dw3x3") == []
+    assert paths_of("wide") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0", "-DEDGE_WITH_MEAN_HW=0"]
+    assert paths_of("narrow") == ["-DEDGE_WITH_DW_PAIRS=0", "-DEDGE_WITH_MEAN_HW=0"]
+    assert paths_of("dw3x3") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_MEAN_HW=0"]
+    assert paths_of("dw_m8") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0", "-DEDGE_WITH_MEAN_HW=0"]
+    assert paths_of("narrow", "dw3x3") == ["-DEDGE_WITH_MEAN_HW=0"]
+    assert paths_of("pool") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0"]
+    assert paths_of("narrow", "dw3x3", "pool") == []
     assert gen_ops.build_defines([]) == []

@@ -21,8 +21,15 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 #include "../simd/edge_simd.h"
+
+/* EDGE_WITH_MEAN_HW (gen_ops.py path_defines: 0 for a build whose models have no int8 MEAN / SUM over H, W of an
+ * NHWC tensor): mean_hw_q8, the channel sums of a global average pool without the odometer. */
+#ifndef EDGE_WITH_MEAN_HW
+#define EDGE_WITH_MEAN_HW 1
+#endif
 
 EDGE_KERNEL(MEAN, mean, 3, "FLOAT32 INT8 INT16 INT32 INT64", "INT32 / INT64: the int64 sum divided toward zero")
 EDGE_KERNEL(SUM, sum, 2, "FLOAT32 INT8 INT16 INT32 INT64 BOOL", "INT32 / INT64 wrap; BOOL: any")
@@ -39,6 +46,7 @@ typedef struct {
     int64_t kept_stride[MEAN_MAX_RANK], red_stride[MEAN_MAX_RANK]; /* input elements */
     int32_t multiplier, shift, in_zp, out_zp, lo, hi;
     uint32_t offset;                      /* in_zp * n, wrapped to 32 bits */
+    int32_t hw;                           /* int8 NHWC over H, W (kept {N, C}): mean_hw_q8 */
 #if EDGE_SIMD
     int32_t simd;                         /* float32 / int8 NHWC over H, W on a 64-bit Linux CPU: its level (0: none) */
 #endif
@@ -134,6 +142,8 @@ static edge_status_t reduce_prepare(edge_node_t *node, edge_ctx_t *ctx, int is_m
     d->offset = (uint32_t)(int32_t)x->zero_point * (uint32_t)(d->n_red & 0xffffffff);
     d->lo = x->type == EDGE_INT8 ? -128 : -32768;
     d->hi = x->type == EDGE_INT8 ? 127 : 32767;
+    d->hw = EDGE_WITH_MEAN_HW && x->type == EDGE_INT8 && rank == 4 && !is_axis[0] && is_axis[1] && is_axis[2] &&
+            !is_axis[3] && d->n_red > 0 && d->n_red <= INT32_MAX;
 #if EDGE_SIMD
     /* int8 NHWC over H, W: the channels' sums in vectors (the same int32 values), requantized as below */
     d->simd = x->type == EDGE_INT8 && rank == 4 && !is_axis[0] && is_axis[1] && is_axis[2] && !is_axis[3] &&
@@ -175,6 +185,85 @@ static void mean_integer(const mean_data_t *d, const edge_tensor_t *x, edge_tens
     else ((uint8_t *)y->data)[o] = (uint8_t)(s != 0);
 }
 
+/* One int8 output from a channel's int32 sum (wrapping, as TFLM's): minus in_zp * n, requantized, clamped. */
+static int8_t mean_rq_q8(const mean_data_t *d, uint32_t s) {
+    int64_t v = (int64_t)edge_mbqm(edge_wrap32((int64_t)(s - d->offset)), d->multiplier, d->shift) + d->out_zp;
+    return (int8_t)(v < d->lo ? d->lo : (v > d->hi ? d->hi : v));
+}
+
+#if EDGE_WITH_MEAN_HW
+/* Channel ch's sum over the n pixels of x [n, c], one byte every c: the plain loop (channels a DSP group leaves). */
+static uint32_t mean_hw_channel(const int8_t *x, int32_t n, int32_t c) {
+    uint32_t s = 0;
+    int32_t p;
+    for (p = 0; p < n; p++, x += c) s += (uint32_t)(int32_t)*x;
+    return s;
+}
+
+#if EDGE_DSP
+/* Eight channels over np (1..256) pixels from px, one pixel every c bytes: lane[0] channels 0, 2 (int16 halves),
+ * lane[1] 1, 3, lane[2] 4, 6, lane[3] 5, 7. On the M4 one asm loop, 9 instructions a pixel (GCC -Os spills the
+ * four accumulators of the C loop). */
+static void mean_hw_lanes8(const int8_t *px, int32_t np, int32_t c, uint32_t lane[4]) {
+    uint32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+#if EDGE_DSP_ASM
+    uint32_t w0, w1;
+    __asm__ volatile(
+        "1:\n\t"
+        "ldr %[w0], [%[p]]\n\t"
+        "ldr %[w1], [%[p], #4]\n\t"
+        "add %[p], %[p], %[c]\n\t"
+        "sxtab16 %[a0], %[a0], %[w0]\n\t"
+        "sxtab16 %[a1], %[a1], %[w0], ror #8\n\t"
+        "sxtab16 %[a2], %[a2], %[w1]\n\t"
+        "sxtab16 %[a3], %[a3], %[w1], ror #8\n\t"
+        "subs %[n], %[n], #1\n\t"
+        "bne 1b\n\t"
+        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [w0] "=&r"(w0), [w1] "=&r"(w1), [p] "+r"(px),
+          [n] "+r"(np)
+        : [c] "r"(c)
+        : "cc", "memory");
+#else
+    for (; np > 0; np--, px += c) {
+        const uint32_t w0 = edge_get32(px), w1 = edge_get32(px + 4);
+        a0 = edge_sxtab16(a0, w0);
+        a1 = edge_sxtab16_ror8(a1, w0);
+        a2 = edge_sxtab16(a2, w1);
+        a3 = edge_sxtab16_ror8(a3, w1);
+    }
+#endif
+    lane[0] = a0, lane[1] = a1, lane[2] = a2, lane[3] = a3;
+}
+#endif
+
+/* NHWC int8 over H, W: x [N, n = H * W, c] -> y [N, c]. Integer sums wrap mod 2^32, so any order gives TFLM's.
+ * DSP cores: eight channels a pass, SXTAB16 into int16 lanes (mean_hw_lanes8); a lane holds 256 int8 values
+ * (|sum| <= 32768), so blocks of 256 pixels, each block's lanes added to int32 sums. Other channels (and cores
+ * without DSP): mean_hw_channel, the bytes of one channel in turn. */
+static void mean_hw_q8(const mean_data_t *d, const int8_t *x, int8_t *y, int32_t batches, int32_t n, int32_t c) {
+    int32_t b, ch;
+    for (b = 0; b < batches; b++, x += (int64_t)n * c, y += c) {
+        ch = 0;
+#if EDGE_DSP
+        for (; ch + 8 <= c; ch += 8) {
+            uint32_t s[8] = {0}, lane[4];
+            int32_t p0, i;
+            for (p0 = 0; p0 < n; p0 += 256) {
+                mean_hw_lanes8(x + (int64_t)p0 * c + ch, n - p0 < 256 ? n - p0 : 256, c, lane);
+                for (i = 0; i < 4; i++) { /* lane i: channels 4 * (i / 2) + i % 2 + {0, 2} */
+                    const int32_t k = 4 * (i >> 1) + (i & 1);
+                    s[k] += (uint32_t)(int32_t)(int16_t)(lane[i] & 0xffff);
+                    s[k + 2] += (uint32_t)(int32_t)(int16_t)(lane[i] >> 16);
+                }
+            }
+            for (i = 0; i < 8; i++) y[ch + i] = mean_rq_q8(d, s[i]);
+        }
+#endif
+        for (; ch < c; ch++) y[ch] = mean_rq_q8(d, mean_hw_channel(x + ch, n, c));
+    }
+}
+#endif
+
 void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
     const mean_data_t *d = (const mean_data_t *)node->user_data;
     const edge_tensor_t *x = edge_in(ctx, node, 0);
@@ -214,6 +303,12 @@ void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
         for (o = 0; o < d->kept_dims[0]; o++)
             (void)edge_simd_sum_hw_f32(d->simd, (const float *)x->data + o * d->n_red * c, d->n_red, c, c, d->is_mean,
                                        (float *)y->data + o * c);
+        return;
+    }
+#endif
+#if EDGE_WITH_MEAN_HW
+    if (d->hw && !(EDGE_WITH_PATCH && ctx->window)) {
+        mean_hw_q8(d, (const int8_t *)x->data, (int8_t *)y->data, d->kept_dims[0], (int32_t)d->n_red, d->kept_dims[1]);
         return;
     }
 #endif
@@ -262,10 +357,12 @@ void edge_eval_mean(const edge_node_t *node, edge_ctx_t *ctx) {
                     }
                 }
             }
-            v = (int64_t)edge_mbqm(edge_wrap32((int64_t)(s - d->offset)), d->multiplier, d->shift) + d->out_zp;
-            v = v < d->lo ? d->lo : (v > d->hi ? d->hi : v);
-            if (d->type == EDGE_INT8) ((int8_t *)y->data)[o] = (int8_t)v;
-            else ((int16_t *)y->data)[o] = (int16_t)v;
+            if (d->type == EDGE_INT8) {
+                ((int8_t *)y->data)[o] = mean_rq_q8(d, s);
+            } else {
+                v = (int64_t)edge_mbqm(edge_wrap32((int64_t)(s - d->offset)), d->multiplier, d->shift) + d->out_zp;
+                ((int16_t *)y->data)[o] = (int16_t)(v < d->lo ? d->lo : (v > d->hi ? d->hi : v));
+            }
         }
         for (k = d->n_kept - 1; k >= 0; k--) {
             base += d->kept_stride[k];
