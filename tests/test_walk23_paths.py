@@ -101,7 +101,7 @@ def _fc_loop_model(steps: int = 3) -> bytes:
 def test_bench_c_places_subgraph_rows_under_their_caller_with_shapes_and_macs(monkeypatch):
     from edge_sdk.tools import bench
 
-    monkeypatch.setattr(bench, "_random_inputs", lambda details, seed: [
+    monkeypatch.setattr(bench, "_random_inputs", lambda details, seed, required=None: [
         np.zeros(d["shape"], d["dtype"]) for d in details])  # i = 0: three iterations every run
     report = bench.run_benchmark(_fc_loop_model(), runs=1, warmup=0, backend="c", profile_runs=2)
     rows = {(o["subgraph"], o["index"]): o for o in report["ops"]}
