@@ -92,9 +92,10 @@ def test_8bit_filter_path_on_cortex_m4_under_qemu(tmp_path):
     assert not failures, f"M4 output (least-RAM request) differs from Python on {failures}"
 
 
-def test_patch_tradeoff_lists_every_grid_and_the_chosen_one_needs_least_ram():
-    """Issue 25 point 2: the stage's grids, RAM against estimated instructions; the chosen grid (patching.choose)
-    has the least RAM and, among grids of that RAM, the fewest extra MACs (so the fewest estimated instructions)."""
+def test_patch_tradeoff_lists_every_grid_and_the_chosen_one_follows_the_grid_rule():
+    """Issue 25 point 2: the stage's grids, RAM against estimated instructions; the chosen grid (patching.choose
+    under planner.PATCH_GRID_RULE): person_detect's least-RAM grid recomputes more than the cap, so the chosen one
+    is the least-RAM grid within the cap, at most the slack above the least RAM, with fewer estimated instructions."""
     data = shared_model("tflite-micro/person_detect.tflite").read_bytes()
     stage = planner.c_patch_stage(data)
     total = 7_157_888  # person_detect's MACs
@@ -102,15 +103,22 @@ def test_patch_tradeoff_lists_every_grid_and_the_chosen_one_needs_least_ram():
     assert len(rows) > 10 and sum(r["chosen"] for r in rows) == 1
     chosen = next(r for r in rows if r["chosen"])
     assert chosen["grid"] == tuple(stage.grid) and chosen["extra_macs"] == stage.extra_macs
+    cap, slack = planner.PATCH_GRID_RULE
     least = min(r["ram"] for r in rows)
-    assert chosen["ram"] == least
-    assert chosen["instructions"] == min(r["instructions"] for r in rows if r["ram"] == least)
+    fewest = min(r["extra_macs"] for r in rows if r["ram"] == least)
+    assert fewest > (cap - 1) * stage.layer_macs  # the least-RAM grid recomputes more than the cap: the rule applies
+    within = [r for r in rows if r["extra_macs"] <= (cap - 1) * stage.layer_macs]
+    assert chosen["ram"] == min(r["ram"] for r in within) and least < chosen["ram"] <= least * (1 + slack)
+    assert chosen["instructions"] < min(r["instructions"] for r in rows if r["ram"] == least)
+    assert "grid rule" in stage.why and f"{least} B" in stage.why and stage.to_dict()["why"] == stage.why
     # a coarser grid: more RAM, fewer recomputed MACs, fewer estimated instructions
     coarse = next(r for r in rows if r["grid"] == (2, 2))
-    assert coarse["ram"] > least and coarse["extra_macs"] < chosen["extra_macs"]
+    assert coarse["ram"] > chosen["ram"] and coarse["extra_macs"] < chosen["extra_macs"]
     assert 1.0 < coarse["instructions"] < chosen["instructions"]
     lines = planner.tradeoff_lines(rows, total)
-    assert lines[0].startswith(f"grid {stage.grid[0]}x{stage.grid[1]}: tensor plan {least} B") and "chosen" in lines[0]
+    assert lines[0].startswith(f"grid ") and f"tensor plan {least} B" in lines[0]
+    assert [ln for ln in lines if "chosen" in ln] == [
+        next(ln for ln in lines if ln.startswith(f"grid {stage.grid[0]}x{stage.grid[1]}: tensor plan {chosen['ram']} B"))]
     speech = shared_model("tflite-micro/micro_speech_quantized.tflite").read_bytes()
     assert planner.patch_tradeoff(speech, 336_000) == []  # no patch stage: nothing to trade
 
