@@ -699,11 +699,13 @@ PATCH_MAC_COST = 1.54
 
 
 # The least-RAM plan's grid rule (issue 25): least RAM alone picked grids that recompute up to +88% of the stage's
-# MACs (kws_dscnn 13x7: 21,840 B; its 13x3 needs 24,016 B for +29.8%; person_detect 12x6: 19,808 B, +49.1%; its 12x4
-# 21,440 B, +29.5%) and so ~2x the default plan's instructions on an M4. So: when the least-RAM plan's patch MACs
-# exceed PATCH_GRID_RULE[0] x its stage's layer-by-layer MACs, the least-RAM plan within that cap is taken instead
-# if it needs at most (1 + PATCH_GRID_RULE[1]) x the least RAM; the plan says which rule chose it (PatchPlan.why).
-PATCH_GRID_RULE = (1.3, 0.15)  # (recompute cap: patch MACs / stage MACs, RAM slack: fraction over the least)
+# MACs (kws_dscnn 13x7: 21,840 B tensor plan, 2.13x the default plan's instructions on the QEMU M4). So: when the
+# least-RAM plan's patch MACs exceed PATCH_GRID_RULE[0] x its stage's layer-by-layer MACs, the least-RAM plan within
+# that cap is taken instead if it needs at most (1 + PATCH_GRID_RULE[1]) x the least RAM; the plan says which rule
+# chose it (PatchPlan.why). Why 1.5: the issue's aim (<= 1.5x the default plan's instructions) cannot hold when a
+# stage that is most of the model recomputes more than half its MACs; a tighter cap (1.3) took person_detect from
+# 12x6 (19,808 B, +49.1%) to 12x4 (21,440 B, +29.5%), past the other aim (arena <= 0.5x TFLM's: 43,912 > 42,632 B).
+PATCH_GRID_RULE = (1.5, 0.15)  # (recompute cap: patch MACs / stage MACs, RAM slack: fraction over the least)
 
 
 def patch_tradeoff(model_or_data, total_macs: int, patch_ops=None) -> list[dict]:
