@@ -92,9 +92,10 @@ def test_8bit_filter_path_on_cortex_m4_under_qemu(tmp_path):
     assert not failures, f"M4 output (least-RAM request) differs from Python on {failures}"
 
 
-def test_patch_tradeoff_lists_every_grid_and_the_chosen_one_needs_least_ram():
-    """Issue 25 point 2: the stage's grids, RAM against estimated instructions; the chosen grid (patching.choose)
-    has the least RAM and, among grids of that RAM, the fewest extra MACs (so the fewest estimated instructions)."""
+def test_patch_tradeoff_lists_every_grid_and_the_chosen_one_follows_the_grid_rule():
+    """Issue 25 point 2: the stage's grids, RAM against estimated instructions; the chosen grid (patching.choose
+    under planner.PATCH_GRID_RULE): person_detect's least-RAM grid recomputes less than the cap, so it is kept (the
+    least RAM, among grids of that RAM the fewest extra MACs), and its plan says why."""
     data = shared_model("tflite-micro/person_detect.tflite").read_bytes()
     stage = planner.c_patch_stage(data)
     total = 7_157_888  # person_detect's MACs
@@ -102,15 +103,36 @@ def test_patch_tradeoff_lists_every_grid_and_the_chosen_one_needs_least_ram():
     assert len(rows) > 10 and sum(r["chosen"] for r in rows) == 1
     chosen = next(r for r in rows if r["chosen"])
     assert chosen["grid"] == tuple(stage.grid) and chosen["extra_macs"] == stage.extra_macs
+    cap, _slack = planner.PATCH_GRID_RULE
     least = min(r["ram"] for r in rows)
-    assert chosen["ram"] == least
+    assert chosen["ram"] == least and stage.patch_macs <= cap * stage.layer_macs
     assert chosen["instructions"] == min(r["instructions"] for r in rows if r["ram"] == least)
+    assert stage.why.startswith("least RAM") and stage.to_dict()["why"] == stage.why and stage.why in stage.describe()
     # a coarser grid: more RAM, fewer recomputed MACs, fewer estimated instructions
     coarse = next(r for r in rows if r["grid"] == (2, 2))
     assert coarse["ram"] > least and coarse["extra_macs"] < chosen["extra_macs"]
     assert 1.0 < coarse["instructions"] < chosen["instructions"]
     lines = planner.tradeoff_lines(rows, total)
     assert lines[0].startswith(f"grid {stage.grid[0]}x{stage.grid[1]}: tensor plan {least} B") and "chosen" in lines[0]
+
+
+def test_grid_rule_trades_a_little_ram_for_less_recompute(monkeypatch):
+    """A tighter recompute cap than the least-RAM grid's makes the planner take the least-RAM grid within the cap
+    when it needs at most the slack more RAM (person_detect: 12x6 recomputes +49.1% of the stage's MACs; under a
+    1.3x cap 12x4 at +8.2% RAM), and say so; a zero slack keeps the least-RAM grid."""
+    model = read_model(shared_model("tflite-micro/person_detect.tflite").read_bytes())
+    infos = [planner.tensor_infos(model, 0)]
+    least = planner.plan_tensors(model, infos, "min").stage
+    monkeypatch.setattr(planner, "PATCH_GRID_RULE", (1.3, 0.15))
+    traded = planner.plan_tensors(model, infos, "min").stage
+    assert traded.patch_macs <= 1.3 * traded.layer_macs < least.patch_macs
+    assert least.ram < traded.ram <= 1.15 * least.ram
+    assert traded.why.startswith(f"grid rule: over the least-RAM grid {least.grid[0]}x{least.grid[1]} ({least.ram} B")
+    monkeypatch.setattr(planner, "PATCH_GRID_RULE", (1.3, 0.0))
+    kept = planner.plan_tensors(model, infos, "min").stage
+    assert kept.grid == least.grid and kept.ram == least.ram and "no grid within 1.3x" in kept.why
+
+
     speech = shared_model("tflite-micro/micro_speech_quantized.tflite").read_bytes()
     assert planner.patch_tradeoff(speech, 336_000) == []  # no patch stage: nothing to trade
 

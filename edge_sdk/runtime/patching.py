@@ -18,7 +18,9 @@ The plan is data (``PatchPlan``): the stage's nodes, the grid, per tensor the ro
 patch row / column and the per-patch buffer bytes. ``choose`` enumerates stages (every run of patchable nodes
 containing the in-place plan's busiest step) and grids (R, C in 1..8, |R - C| <= 1, not 1 x 1; with carry also
 R up to 16 and any C: taller patches recompute nothing more) and keeps the plan with the smallest arena (ties:
-fewest extra MACs, then the earlier candidate), only when it beats the plan without patches. Candidates are visited by their lower bound, so only a few are planned in full.
+fewest extra MACs, then the earlier candidate), only when it beats the plan without patches. Candidates are visited
+by their lower bound, so only a few are planned in full. The planner's grid rule (planner.PATCH_GRID_RULE) may then
+trade a little RAM for much less recompute; the plan's ``why`` says which grid and why.
 """
 
 from __future__ import annotations
@@ -139,6 +141,7 @@ class PatchPlan:
     layer_ram: int = 0  # the layer-by-layer plan
     carry: bool = False  # batch 1: patch rows keep the halo rows they share with the row above (computed_rows)
     names: dict[int, str] = field(default_factory=dict)
+    why: str = ""  # why this grid (choose: the planner's grid rule, planner.PATCH_GRID_RULE)
 
     @property
     def extra_macs(self) -> int:
@@ -168,7 +171,7 @@ class PatchPlan:
         ram = self.ram if ram is None else ram
         layer_ram = self.layer_ram if layer_ram is None else layer_ram
         return (f"patch plan: stage nodes {self.nodes[0]}..{self.nodes[-1]}, grid {self.grid[0]}x{self.grid[1]}, "
-                f"RAM {ram} B (layer plan {layer_ram} B), +{pct:.1f}% MACs")
+                f"RAM {ram} B (layer plan {layer_ram} B), +{pct:.1f}% MACs" + (f"; {self.why}" if self.why else ""))
 
     def to_dict(self) -> dict:
         return {
@@ -183,6 +186,7 @@ class PatchPlan:
             "patch_macs": self.patch_macs,
             "extra_macs": self.extra_macs,
             "buffers": {self.names.get(t, str(t)): b for t, b in sorted(self.buffer_bytes.items())},
+            "why": self.why,
         }
 
     def render(self) -> str:
@@ -436,12 +440,15 @@ def _merged_bound(requests, aliases) -> int:
 
 
 def choose(model, infos, requests, spans, plan_for, aliases_for, base: _arena.ArenaPlan, layer_total: int,
-           max_full_plans: int = 48, ops=PATCH_OPS):
+           max_full_plans: int = 48, ops=PATCH_OPS, rule: tuple[float, float] | None = None):
     """The best patch plan and its arena plan, or (None, None) when none beats both ``base`` (the in-place plan)
     and ``layer_total`` (the layer-by-layer plan's bytes). ``plan_for(requests, skip_nodes)`` plans a request list
     the least-RAM way (edge_sdk.runtime.planner.least_ram_plan: (plan, aliases); stage nodes never run in place),
     ``aliases_for(requests, skip_nodes)`` gives its most in-place aliases (for the lower bound). ``ops``: the ops a
-    stage may hold (C_PATCH_OPS for the C runtime)."""
+    stage may hold (C_PATCH_OPS for the C runtime). ``rule``: (recompute cap, RAM slack), the planner's grid rule
+    (planner.PATCH_GRID_RULE, see there): when the least-RAM plan's patch MACs exceed cap x its stage's MACs, the
+    least-RAM plan within the cap is chosen instead if it needs at most (1 + slack) x the least RAM; None: least
+    RAM alone. The plan's ``why`` says which and why."""
     s = 0
     if not model.subgraphs or not requests:
         return None, None
@@ -474,17 +481,52 @@ def choose(model, infos, requests, spans, plan_for, aliases_for, base: _arena.Ar
                 continue
             candidates.append((bound, plan.extra_macs, len(candidates), plan, reqs))
     candidates.sort(key=lambda c: c[:3])
+    best = _least_ram(candidates, plan_for, bar, max_full_plans)
+    if best is None:
+        return None, None
+    plan, ap = best[2], best[3]
+    if rule is not None:
+        plan, ap = _apply_grid_rule(candidates, plan_for, plan, ap, rule, bar, max_full_plans)
+    plan.ram, plan.base_ram, plan.layer_ram = ap.total, base.total, layer_total
+    return plan, ap
+
+
+def _least_ram(candidates, plan_for, limit: int, max_full_plans: int):
+    """(arena bytes, extra MACs, plan, arena plan) of the candidate (sorted by lower bound) whose full plan needs
+    the least RAM below ``limit`` (ties: fewest extra MACs), or None; at most ``max_full_plans`` planned in full."""
     best = None
     for k, (bound, extra, _, plan, reqs) in enumerate(candidates):
         if best is not None and (bound > best[0] or (bound == best[0] and extra >= best[1]) or k >= max_full_plans):
             break
         ap, _aliases = plan_for(reqs, set(plan.nodes))
-        if ap.total < bar and (best is None or (ap.total, extra) < (best[0], best[1])):
+        if ap.total < limit and (best is None or (ap.total, extra) < (best[0], best[1])):
             best = (ap.total, extra, plan, ap)
-    if best is None:
-        return None, None
-    plan, ap = best[2], best[3]
-    plan.ram, plan.base_ram, plan.layer_ram = ap.total, base.total, layer_total
+    return best
+
+
+def _stage_pct(plan: PatchPlan) -> float:
+    return 100.0 * plan.extra_macs / plan.layer_macs if plan.layer_macs else 0.0
+
+
+def _apply_grid_rule(candidates, plan_for, least: PatchPlan, least_ap, rule, bar: int, max_full_plans: int):
+    """The planner's grid rule (planner.PATCH_GRID_RULE) applied to the least-RAM plan: (plan, arena plan), the
+    plan's ``why`` set; ``bar``: what every patch plan must need less than."""
+    cap, slack = rule
+    if least.patch_macs <= cap * least.layer_macs:
+        least.why = f"least RAM (its recompute, +{_stage_pct(least):.1f}% of the stage's MACs, is within the cap)"
+        return least, least_ap
+    limit = min(bar, int(least_ap.total * (1 + slack)) + 1)  # _least_ram keeps arenas below its limit
+    capped = [c for c in candidates if c[3].patch_macs <= cap * c[3].layer_macs and c[0] < limit]
+    alt = _least_ram(capped, plan_for, limit, max_full_plans)
+    if alt is None:
+        least.why = (f"least RAM (+{_stage_pct(least):.1f}% of the stage's MACs recomputed; no grid within "
+                     f"{cap:g}x the stage's MACs needs at most {100 * slack:.0f}% more RAM)")
+        return least, least_ap
+    plan, ap = alt[2], alt[3]
+    plan.why = (f"grid rule: over the least-RAM grid {least.grid[0]}x{least.grid[1]} ({least_ap.total} B, "
+                f"+{_stage_pct(least):.1f}% of the stage's MACs recomputed) for +{_stage_pct(plan):.1f}% "
+                f"(cap {cap:g}x the stage's MACs) at +{100.0 * (ap.total / least_ap.total - 1):.1f}% RAM "
+                f"(slack {100 * slack:.0f}%)")
     return plan, ap
 
 
@@ -517,17 +559,18 @@ def choice_key(model, infos, requests, spans, base: _arena.ArenaPlan, layer_tota
 
 
 def choose_remembered(model, infos, requests, spans, plan_for, aliases_for, base: _arena.ArenaPlan,
-                      layer_total: int, max_full_plans: int = 48, ops=PATCH_OPS):
+                      layer_total: int, max_full_plans: int = 48, ops=PATCH_OPS, rule=None):
     """``choose``, answered from _CHOSEN when the same question (choice_key) was asked before in this process; a
     copy each time (a caller may annotate its plan)."""
     # the grids tried are part of the question (choose asks grids() / carry_grids() each time: a caller or a test
     # may narrow them)
     key = (choice_key(model, infos, requests, spans, base, layer_total, max_full_plans, ops),
-           tuple(grids()), tuple(carry_grids()))
+           tuple(grids()), tuple(carry_grids()), rule)
     with _CHOSEN_LOCK:
         got = _CHOSEN.get(key)
     if got is None:
-        got = choose(model, infos, requests, spans, plan_for, aliases_for, base, layer_total, max_full_plans, ops)
+        got = choose(model, infos, requests, spans, plan_for, aliases_for, base, layer_total, max_full_plans, ops,
+                     rule)
         with _CHOSEN_LOCK:
             while len(_CHOSEN) >= CHOSEN_ENTRIES:
                 _CHOSEN.pop(next(iter(_CHOSEN)))

@@ -482,7 +482,7 @@ def plan_tensors(model, infos: list[list], memory: str = "layer", patch_ops=None
             model, infos, requests, spans,
             lambda reqs, skip: least_ram_plan(model, infos, reqs, spans, skip),
             lambda reqs, skip: inplace_aliases(model, infos, reqs, spans, skip),
-            plan, layer.total, ops=ops)
+            plan, layer.total, ops=ops, rule=PATCH_GRID_RULE)
         if stage is not None:
             out = TensorPlan("patch", patched, layer.total, stage)
     return out
@@ -698,6 +698,16 @@ def _falls_back(facts: _Facts) -> bool:
 PATCH_MAC_COST = 1.54
 
 
+# The least-RAM plan's grid rule (issue 25): least RAM alone picked grids that recompute up to +88% of the stage's
+# MACs (kws_dscnn 13x7: 21,840 B tensor plan, 2.13x the default plan's instructions on the QEMU M4). So: when the
+# least-RAM plan's patch MACs exceed PATCH_GRID_RULE[0] x its stage's layer-by-layer MACs, the least-RAM plan within
+# that cap is taken instead if it needs at most (1 + PATCH_GRID_RULE[1]) x the least RAM; the plan says which rule
+# chose it (PatchPlan.why). Why 1.5: the issue's aim (<= 1.5x the default plan's instructions) cannot hold when a
+# stage that is most of the model recomputes more than half its MACs; a tighter cap (1.3) took person_detect from
+# 12x6 (19,808 B, +49.1%) to 12x4 (21,440 B, +29.5%), past the other aim (arena <= 0.5x TFLM's: 43,912 > 42,632 B).
+PATCH_GRID_RULE = (1.5, 0.15)  # (recompute cap: patch MACs / stage MACs, RAM slack: fraction over the least)
+
+
 def patch_tradeoff(model_or_data, total_macs: int, patch_ops=None) -> list[dict]:
     """Every grid of the stage the C runtime runs under memory="min" (c_patch_stage): ``grid``, ``ram`` (the tensor
     plan's bytes, as patching.choose compares them), ``extra_macs``, ``instructions`` (estimated, x the default
@@ -732,7 +742,7 @@ def tradeoff_lines(rows: list[dict], total_macs: int) -> list[str]:
         pct = 100.0 * r["extra_macs"] / total_macs if total_macs else 0.0
         out.append(f"grid {r['grid'][0]}x{r['grid'][1]}: tensor plan {r['ram']} B, +{pct:.1f}% MACs, "
                    f"~{r['instructions']:.2f}x the default plan's instructions (estimate)"
-                   f"{'  <- chosen (least RAM)' if r['chosen'] else ''}")
+                   f"{'  <- chosen (PATCH_GRID_RULE)' if r['chosen'] else ''}")
     return out
 
 
