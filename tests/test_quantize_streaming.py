@@ -41,7 +41,15 @@ def _peak(fn) -> int:
         tracemalloc.stop()
 
 
-def test_memory_does_not_grow_with_samples():
+def test_memory_does_not_grow_with_samples(monkeypatch):
+    # The guard keeps the float activations of the measured samples across its steps (CachedRunner), by design
+    # growing with the held-back count up to MEASURE_CACHE_BYTES (256 MB); with that budget at 0 nothing else may
+    # grow. The cache's own bound is test_measure_cache_keeps_to_its_budget.
+    import converters.quantize as q
+    import converters.quantize.widen as widen
+
+    monkeypatch.setattr(q, "MEASURE_CACHE_BYTES", 0)
+    monkeypatch.setattr(widen, "MEASURE_CACHE_BYTES", 0)
     src = small_cnn()
     pictures = {n: np.random.default_rng(n).integers(0, 256, (n, SIZE, SIZE, 3), dtype=np.uint8) for n in (16, 64)}
     arrays = {n: np.random.default_rng(n).standard_normal((n, 1, SIZE, SIZE, 3)).astype(np.float32)
@@ -57,6 +65,23 @@ def test_memory_does_not_grow_with_samples():
         growth = peaks[kind, 64] - peaks[kind, 16]
         # holding the 48 more samples (or their pre-processed pictures) would add 48 * 48 KB = 2.3 MB
         assert growth < 8 * one, (kind, peaks[kind, 16], peaks[kind, 64])
+
+
+def test_measure_cache_keeps_to_its_budget():
+    import sys
+
+    calib = sys.modules["converters.quantize.calibrate"]
+    model = read_model(small_cnn())
+    xs = [[np.random.default_rng(k).standard_normal((1, SIZE, SIZE, 3)).astype(np.float32)] for k in range(6)]
+    runner = calib.Runner(model)
+    per_sample = sum(v.nbytes for v in runner(xs[0]).values())
+    cached = calib.CachedRunner(runner, budget=2 * per_sample + per_sample // 2)  # room for two samples
+    first = [{t: v.copy() for t, v in cached(x).items()} for x in xs]
+    assert len(cached.kept) == 2 and cached.used == 2 * per_sample
+    for x, want in zip(xs, first):  # the kept ones and the run-again ones give the same values
+        got = cached(x)
+        assert all(np.array_equal(got[t], want[t]) for t in want)
+    assert len(cached.kept) == 2
 
 
 def test_one_shot_iterator_gives_the_same_result():
