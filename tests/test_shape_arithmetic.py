@@ -4,8 +4,9 @@
   the input shapes are: the Python prepare evaluates it (shape_arithmetic.know_at_prepare), and the bytes the C
   runtime loads declare the shapes it gives (uint8.c_model; CInterpreter after resize_tensor_input), so both run
   such a model at any input length, as LiteRT does, and edge check / flash / export judge it at that length.
-  Parameters other than RESHAPE's / TRANSPOSE_CONV's (FILL dims, ...) computed so run in Python only: the C
-  kernels refuse a non-constant parameter.
+  The C kernels read other parameters (FILL dims, TILE multiples, PAD paddings, SLICE / STRIDED_SLICE begin /
+  end, BROADCAST_TO shape, RESIZE size) from constants: the bytes it loads hand them the values shape arithmetic
+  gives as constants (shape_arithmetic.c_loaded), so both runtimes run these too.
 * A RESHAPE shape / TRANSPOSE_CONV output_shape computed from data is held to the declared output shape at every
   invoke: a different one is a DataError naming the node, the op and the tensor, never a silently mislabelled
   output. Other parameters (FILL dims, TILE multiples, ...) computed from data are refused at prepare, naming
@@ -88,6 +89,113 @@ def fill_like_model(n: int = 5) -> bytes:
     return _dynamic(g, (-1,))
 
 
+def _length_of(g: GraphBuilder, x, rank: int, axis: int = 1):
+    """SHAPE(x)[axis] as an INT32 scalar tensor (STRIDED_SLICE with shrink_axis_mask, as PyTorch exports it)."""
+    s = g.tensor(f"shape_{x}", (rank,), "INT32")
+    g.op("SHAPE", [x], [s], out_type="INT32")
+    bounds = [g.constant(f"{name}_{x}", np.array([v], np.int32)) for name, v in
+              (("begin", axis), ("end", axis + 1), ("stride", 1))]
+    n = g.tensor(f"length_{x}", (), "INT32")
+    g.op("STRIDED_SLICE", [s, *bounds], [n], shrink_axis_mask=1)
+    return s, n
+
+
+def _sequence_input(g: GraphBuilder, n: int, c: int, dtype: str):
+    q = dict(scale=0.05, zero_point=-3) if dtype == "INT8" else {}
+    return g.input("x", (1, n, c), dtype, **q), q
+
+
+def pad_to_model(n: int = 5, c: int = 3, dtype: str = "FLOAT32", target: int = 12) -> bytes:
+    """x [1, n, C] (signature [1, -1, C]) -> PAD to [1, target, C]: paddings [[0, 0], [0, target - n], [0, 0]]
+    computed from SHAPE(x) (MUL of a constant mask by target - n)."""
+    g = GraphBuilder()
+    x, q = _sequence_input(g, n, c, dtype)
+    _, length = _length_of(g, x, 3)
+    missing = g.tensor("missing", (), "INT32")
+    g.op("SUB", [g.constant("target", np.array(target, np.int32)), length], [missing])
+    paddings = g.tensor("paddings", (3, 2), "INT32")
+    g.op("MUL", [g.constant("mask", np.array([[0, 0], [0, 1], [0, 0]], np.int32)), missing], [paddings])
+    y = g.tensor("y", (1, target, c), dtype, **q)
+    g.op("PAD", [x, paddings], [y])
+    g.output(y)
+    return _dynamic(g, (1, -1, c))
+
+
+def tile_model(n: int = 4, c: int = 2, dtype: str = "FLOAT32") -> bytes:
+    """x [1, n, C] -> TILE by multiples PACK(1, n, 1) (from SHAPE(x)) -> y [1, n * n, C]."""
+    g = GraphBuilder()
+    x, q = _sequence_input(g, n, c, dtype)
+    _, length = _length_of(g, x, 3)
+    one = g.constant("one", np.array(1, np.int32))
+    multiples = g.tensor("multiples", (3,), "INT32")
+    g.op("PACK", [one, length, one], [multiples], values_count=3, axis=0)
+    y = g.tensor("y", (1, n * n, c), dtype, **q)
+    g.op("TILE", [x, multiples], [y])
+    g.output(y)
+    return _dynamic(g, (1, -1, c))
+
+
+def slice_model(n: int = 6, c: int = 3, dtype: str = "FLOAT32") -> bytes:
+    """x [1, n, C] -> SLICE begin [0, 1, 0], size SHAPE(x) - [0, 2, 0] (drop the first and last step) -> y."""
+    g = GraphBuilder()
+    x, q = _sequence_input(g, n, c, dtype)
+    s, _ = _length_of(g, x, 3)
+    size = g.tensor("size", (3,), "INT32")
+    g.op("SUB", [s, g.constant("trim", np.array([0, 2, 0], np.int32))], [size])
+    y = g.tensor("y", (1, n - 2, c), dtype, **q)
+    g.op("SLICE", [x, g.constant("begin", np.array([0, 1, 0], np.int32)), size], [y])
+    g.output(y)
+    return _dynamic(g, (1, -1, c))
+
+
+def strided_slice_model(n: int = 7, c: int = 2, dtype: str = "FLOAT32") -> bytes:
+    """x [1, n, C] -> STRIDED_SLICE begin 0, end SHAPE(x) - [0, 1, 0], strides [1, 2, 1] -> y [1, ceil((n-1)/2), C]."""
+    g = GraphBuilder()
+    x, q = _sequence_input(g, n, c, dtype)
+    s, _ = _length_of(g, x, 3)
+    end = g.tensor("end", (3,), "INT32")
+    g.op("SUB", [s, g.constant("drop_last", np.array([0, 1, 0], np.int32))], [end])
+    y = g.tensor("y", (1, (n - 1 + 1) // 2, c), dtype, **q)
+    g.op("STRIDED_SLICE", [x, g.constant("zero", np.zeros(3, np.int32)), end,
+                           g.constant("strides", np.array([1, 2, 1], np.int32))], [y])
+    g.output(y)
+    return _dynamic(g, (1, -1, c))
+
+
+def broadcast_to_model(n: int = 5, c: int = 4, dtype: str = "FLOAT32") -> bytes:
+    """bias [C] broadcast to SHAPE(x) = [1, n, C] (BROADCAST_TO), then + x -> y [1, n, C]."""
+    g = GraphBuilder()
+    x, q = _sequence_input(g, n, c, dtype)
+    s, _ = _length_of(g, x, 3)
+    bias = np.arange(c) - c // 2
+    bias = g.constant("bias", (bias / 4).astype(np.float32) if dtype == "FLOAT32" else bias.astype(np.int8),
+                      **q)
+    b = g.tensor("b", (1, n, c), dtype, **q)
+    g.op("BROADCAST_TO", [bias, s], [b], version=2)
+    y = g.tensor("y", (1, n, c), dtype, **q)
+    g.op("ADD", [x, b], [y])
+    g.output(y)
+    return _dynamic(g, (1, -1, c))
+
+
+def resize_model(op: str, h: int = 3, w: int = 4, c: int = 2, dtype: str = "FLOAT32") -> bytes:
+    """x [1, H, W, C] (signature [1, -1, -1, C]) -> RESIZE_* to SHAPE(x)[1:3] * 2 -> y [1, 2H, 2W, C]."""
+    g = GraphBuilder()
+    q = dict(scale=0.05, zero_point=-3) if dtype == "INT8" else {}
+    x = g.input("x", (1, h, w, c), dtype, **q)
+    s = g.tensor("s", (4,), "INT32")
+    g.op("SHAPE", [x], [s], out_type="INT32")
+    hw = g.tensor("hw", (2,), "INT32")
+    g.op("STRIDED_SLICE", [s, g.constant("b", np.array([1], np.int32)), g.constant("e", np.array([3], np.int32)),
+                           g.constant("st", np.array([1], np.int32))], [hw])
+    size = g.tensor("size", (2,), "INT32")
+    g.op("MUL", [hw, g.constant("two", np.array(2, np.int32))], [size])
+    y = g.tensor("y", (1, 2 * h, 2 * w, c), dtype, **q)
+    g.op(op, [x, size], [y], align_corners=False, half_pixel_centers=True)
+    g.output(y)
+    return _dynamic(g, (1, -1, -1, c))
+
+
 def _litert_resized(model: bytes, x: np.ndarray) -> np.ndarray:
     from ai_edge_litert.interpreter import Interpreter as LiteRT, OpResolverType
 
@@ -121,14 +229,54 @@ def _ours_resized(runtime: str, model: bytes, shapes) -> list[np.ndarray]:
 ])
 def test_shape_arithmetic_follows_resize_tensor_input_as_litert(runtime, build, shapes):
     model = build()
-    if runtime == "c" and build is fill_like_model:  # the C FILL sizes its output from constant dims only
-        with pytest.raises(UnsupportedOpError, match="node 1 \\(FILL .*dims must be a constant"):
-            _ours_resized(runtime, model, shapes)
-        return
     for x, got in _ours_resized(runtime, model, shapes):
         want = _litert_resized(model, x)
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+PARAMETER_MODELS = {  # a parameter computed from SHAPE(x): model(input shape, dtype), the input shapes in turn
+    "PAD": (lambda shape, dtype: pad_to_model(shape[1], shape[2], dtype), [(1, 5, 3), (1, 12, 3), (1, 1, 3)]),
+    "TILE": (lambda shape, dtype: tile_model(shape[1], shape[2], dtype), [(1, 4, 2), (1, 2, 2), (1, 7, 2)]),
+    "SLICE": (lambda shape, dtype: slice_model(shape[1], shape[2], dtype), [(1, 6, 3), (1, 9, 3), (1, 3, 3)]),
+    "STRIDED_SLICE": (lambda shape, dtype: strided_slice_model(shape[1], shape[2], dtype),
+                      [(1, 7, 2), (1, 10, 2), (1, 2, 2)]),
+    "BROADCAST_TO": (lambda shape, dtype: broadcast_to_model(shape[1], shape[2], dtype),
+                     [(1, 5, 4), (1, 1, 4), (1, 13, 4)]),
+    "RESIZE_BILINEAR": (lambda shape, dtype: resize_model("RESIZE_BILINEAR", *shape[1:], dtype=dtype),
+                        [(1, 3, 4, 2), (1, 5, 2, 2), (1, 1, 1, 2)]),
+    "RESIZE_NEAREST_NEIGHBOR": (lambda shape, dtype: resize_model("RESIZE_NEAREST_NEIGHBOR", *shape[1:], dtype=dtype),
+                                [(1, 3, 4, 2), (1, 2, 6, 2)]),
+}
+
+
+@pytest.mark.parametrize("dtype", ["FLOAT32", "INT8"])
+@pytest.mark.parametrize("op", list(PARAMETER_MODELS))
+def test_a_parameter_computed_from_the_input_shape_runs_on_both_runtimes_as_litert(runtime, op, dtype):
+    """The C kernels read the parameter as a constant: the bytes the C runtime loads (CInterpreter at each
+    resize_tensor_input) hand it the value shape arithmetic gives. One interpreter of the model built at the first
+    shape, resized to each shape in turn; the peer is LiteRT's reference kernels on the model built at that shape
+    (LiteRT's own SLICE refuses a computed size after resize_tensor_input: 'output_shape_vector[idx] !=
+    SizeOfDimension'): float within 1e-5, int8 (moved / resized values) within one quantum."""
+    build, shapes = PARAMETER_MODELS[op]
+    interp = Interpreter(model_content=build(shapes[0], dtype), backend=runtime)
+    rng = np.random.default_rng(len(op))
+    for shape in shapes:
+        interp.resize_tensor_input(0, shape)
+        interp.allocate_tensors()
+        if dtype == "INT8":
+            x = rng.integers(-128, 128, shape, dtype=np.int8)
+        else:
+            x = rng.standard_normal(shape).astype(np.float32)
+        interp.set_tensor(interp.get_input_details()[0]["index"], x)
+        interp.invoke()
+        got = interp.get_tensor(interp.get_output_details()[0]["index"])
+        (want,) = run_peer(build(shape, dtype), [x], "litert")
+        assert got.shape == want.shape, (shape, got.shape, want.shape)
+        if dtype == "INT8":
+            assert np.abs(got.astype(np.int32) - want).max(initial=0) <= 1, shape
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("length", [3, 11])
@@ -318,8 +466,9 @@ def test_a_parameter_fed_from_data_is_refused_at_prepare_never_guessed(runtime, 
 # ------------------------------------------------------------------ the bytes the C runtime loads (boards too)
 def test_the_c_runtimes_bytes_declare_the_shapes_shape_arithmetic_gives():
     """uint8.c_bytes / c_path (what edge check, flash, export and profile hand the C runtime) declare the shapes
-    the shape arithmetic gives at the shaped input: the C prepare built for a board's layout then plans the model
-    as the Python interpreter does (was: RESHAPE refused, its declared output stale)."""
+    the shape arithmetic gives at the shaped input and hand its values to their readers as constants: the C
+    prepare built for a board's layout then plans the model as the Python interpreter does (was: RESHAPE refused,
+    its declared output stale)."""
     from edge_sdk.model import read_model
     from edge_sdk.runtime.uint8 import c_bytes
     from edge_sdk.targets import c_check
@@ -331,12 +480,20 @@ def test_the_c_runtimes_bytes_declare_the_shapes_shape_arithmetic_gives():
     assert not pairs and data != shaped
     shapes = {t.name: tuple(t.shape) for t in read_model(data).subgraphs[0].tensors}
     assert shapes["r"] == (9, 2, 2) and shapes["y"] == (9, 2) and shapes["x"] == (1, 9, 4)
-    assert c_bytes(shape_reshape_model(6))[0] == shape_reshape_model(6)  # at its own shape: the bytes as they are
+    loaded = read_model(data)
+    sg = loaded.subgraphs[0]
+    reshape = next(op for op in sg.operators if loaded.op_name(op) == "RESHAPE")
+    assert sg.tensors[reshape.inputs[1]].name == "new_shape/known"  # the value shape arithmetic gives, a constant
+    assert loaded.tensor_data(0, reshape.inputs[1]).tolist() == [9, 2, 2]
+    names = [t.name for t in read_model(shaped).subgraphs[0].tensors]
+    assert [t.name for t in sg.tensors[:len(names)]] == names  # the model's own tensor indices stay
     plan = c_check.target_plan(shaped, c_check.HOST)
     assert plan.ok, plan.message
-    python = Interpreter(model_content=shaped)
+    python = Interpreter(model_content=data)  # the same graph: its shape vectors read by no node but PACK's own
     python.allocate_tensors()
     assert plan.figures["tensor_total"] == python.arena_plan().total
+    np.testing.assert_array_equal(*[run_on(runtime, model, [np.ones((1, 9, 4), np.float32)])[0]
+                                    for runtime, model in (("c", data), ("python", shaped))])
 
 
 @pytest.mark.slow

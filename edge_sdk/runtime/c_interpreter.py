@@ -292,11 +292,6 @@ class CInterpreter(Interpreter, backend="c"):
         self._parsed: Model | None = model
         self._resized: dict[tuple[int, int], tuple[int, ...]] = {}  # (subgraph, input) -> shape (resize_tensor_input)
         self._shadow: Interpreter | None = None  # the Python Interpreter answering the planner's questions
-        shapes = self._shape_arithmetic_shapes()
-        if shapes:  # the model's declared shapes are not the ones its shape arithmetic gives
-            from edge_sdk.model import write_model
-
-            self._load(write_model(_uint8.with_shapes(self.model, shapes)))
 
     def _load(self, data: bytes) -> None:
         """Hold ``data`` (the model bytes the C runtime loads, 16-byte aligned) and forget any earlier
@@ -825,7 +820,7 @@ class CInterpreter(Interpreter, backend="c"):
 
         self._resized[(s, t)] = shape
         self._shadow = None
-        data = write_model(_uint8.with_shapes(model, {**self._shape_arithmetic_shapes(), **self._resized}))
+        data = write_model(self._loaded_at_resized_shapes())
         self._load(data)
         if self._planner_stage:  # the stage was chosen for the old shapes
             self._patch = self._stage_for(data)
@@ -982,27 +977,19 @@ class CInterpreter(Interpreter, backend="c"):
         C runtime's own prepare refuses is edge_sdk.targets.c_check.target_plan's ``refusals``."""
         return self._python(allocate=False).prepare_report()
 
-    def _shape_arithmetic_shapes(self) -> dict[tuple[int, int], tuple[int, ...]]:
-        """(subgraph, tensor) -> shape for every tensor whose shape the Python prepare, which evaluates shape
-        arithmetic (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE: shape_arithmetic.know_at_prepare), finds different from
-        the one the model declares, at this interpreter's input shapes. The C runtime's prepare sizes a RESHAPE /
-        TRANSPOSE_CONV whose shape input it cannot compute from the declared output shape (and checks it at every
-        invoke), so the model bytes it loads declare these. Empty for a model without SHAPE / RANK ops (nothing
-        to evaluate) or with legacy UINT8 tensors (loaded as presented by edge_sdk.runtime.uint8)."""
-        from edge_sdk.runtime import op_table
+    def _loaded_at_resized_shapes(self) -> Model:
+        """The model the C runtime loads at this interpreter's input shapes (shape_arithmetic.c_loaded over the
+        Python prepare at those shapes: every tensor declared at its prepared shape, the values shape arithmetic
+        gives handed to their readers as constants). The model's own shapes when it is not readable (the C loader
+        names what is wrong, in its own words)."""
+        from edge_sdk.runtime.shape_arithmetic import c_loaded
 
+        model = self.model
         try:
-            model = self.model
-        except ModelError:  # not a readable model: the C loader names what is wrong, in its own words (EDGE_MODEL)
-            return {}
-        if self._uint8 or not any(op_table.row(code.name).shape_only for code in model.operator_codes):
-            return {}
-        try:
-            _, _, infos = self._python(allocate=False).prepare_report()
-        except ModelError:  # malformed: the C loader says what and where
-            return {}
-        return {(s, info.index): tuple(info.shape) for s, sg in enumerate(model.subgraphs) for info in infos[s]
-                if not info.is_const and tuple(info.shape) != tuple(sg.tensors[info.index].shape)}
+            report = self._python(allocate=False).prepare_report()
+        except ModelError:
+            return model
+        return c_loaded(model, report)
 
     def _python(self, allocate: bool = True) -> Interpreter:
         """A Python Interpreter of the same model at the same input shapes (made once per shape)."""

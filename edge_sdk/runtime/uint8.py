@@ -153,13 +153,14 @@ def _requantize_concat_inputs(model: Model, chosen: set) -> None:
 # (c_interpreter), edge check's C runner, edge flash's firmware, edge profile's board, edge export's folder - hands
 # it the presented bytes from here, and flips the presented inputs / outputs at its boundary (``c_io``).
 def c_model(model: Model | None, data: bytes) -> tuple[Model | None, bytes, frozenset]:
-    """(model, bytes) the C runtime loads: ``data`` (the .tflite's bytes; ``model`` its Model when the caller has
-    it) with the legacy UINT8 tensors presented as INT8 (``present``) and the shapes its shape arithmetic gives
-    declared (edge_sdk.runtime.shape_arithmetic.declared_shapes: the C kernels size a RESHAPE from its declared
-    output when its shape input is computed), and the presented (subgraph, tensor) pairs. A model needing neither
-    comes back as it is (and unreadable bytes too: the C loader names what is wrong)."""
+    """(model, bytes, pairs): ``data`` (the .tflite's bytes; ``model`` its Model when the caller has it) with the
+    legacy UINT8 tensors presented as INT8 (``present``: the model, as its tensors are reported), the bytes the C
+    runtime loads (that model as shape_arithmetic.c_loaded gives it: every tensor at the shape the Python prepare
+    gives it, and the values shape arithmetic computes handed to the nodes that read them as constants), and the
+    presented (subgraph, tensor) pairs. A model needing neither comes back as it is (and unreadable bytes too: the
+    C loader names what is wrong)."""
     from edge_sdk.model import read_model, write_model
-    from edge_sdk.runtime.shape_arithmetic import declared_shapes
+    from edge_sdk.runtime.shape_arithmetic import c_loaded
 
     if model is not None:
         source = model
@@ -169,25 +170,10 @@ def c_model(model: Model | None, data: bytes) -> tuple[Model | None, bytes, froz
         except Exception:  # the C loader reports a malformed file in its own words (edge_load's status)
             return None, data, frozenset()
     presented, chosen = present(source)
-    shapes = declared_shapes(presented)
-    if shapes:
-        presented = with_shapes(presented, shapes)
-    if not chosen and not shapes:
+    loaded = c_loaded(presented)
+    if not chosen and loaded is presented:
         return model, data, chosen
-    return presented, write_model(presented), chosen
-
-
-def with_shapes(model: Model, shapes: dict[tuple[int, int], tuple[int, ...]]) -> Model:
-    """A copy of ``model`` whose tensors (subgraph, tensor) have these shapes (the rest shared, not copied)."""
-    import dataclasses
-
-    out = copy.copy(model)
-    out.subgraphs = list(model.subgraphs)
-    for (s, t), shape in shapes.items():
-        sg = out.subgraphs[s] = copy.copy(out.subgraphs[s])
-        sg.tensors = list(sg.tensors)
-        sg.tensors[t] = dataclasses.replace(sg.tensors[t], shape=shape)
-    return out
+    return presented, write_model(loaded), chosen
 
 
 def c_bytes(model_or_data) -> tuple[bytes, frozenset]:
