@@ -2,7 +2,7 @@
 
 * Shape arithmetic (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE, as PyTorch / onnx2tf exports write it) is known once
   the input shapes are: the Python prepare evaluates it (shape_arithmetic.know_at_prepare), and the bytes the C
-  runtime loads declare the shapes it gives (uint8.c_model; CInterpreter after resize_tensor_input), so both run
+  runtime loads declare the shapes it gives (c_loaded.c_model; CInterpreter after resize_tensor_input), so both run
   such a model at any input length, as LiteRT does, and edge check / flash / export judge it at that length.
   The C kernels read other parameters (FILL dims, TILE multiples, PAD paddings, SLICE / STRIDED_SLICE begin /
   end, BROADCAST_TO shape, RESIZE size) from constants: the bytes it loads hand them the values shape arithmetic
@@ -495,12 +495,12 @@ def test_a_parameter_fed_from_data_is_refused_at_prepare_never_guessed(runtime, 
 
 # ------------------------------------------------------------------ the bytes the C runtime loads (boards too)
 def test_the_c_runtimes_bytes_declare_the_shapes_shape_arithmetic_gives():
-    """uint8.c_bytes / c_path (what edge check, flash, export and profile hand the C runtime) declare the shapes
+    """c_loaded.c_bytes / c_path (what edge check, flash, export and profile hand the C runtime) declare the shapes
     the shape arithmetic gives at the shaped input and hand its values to their readers as constants: the C
     prepare built for a board's layout then plans the model as the Python interpreter does (was: RESHAPE refused,
     its declared output stale)."""
     from edge_sdk.model import read_model
-    from edge_sdk.runtime.uint8 import c_bytes
+    from edge_sdk.runtime.c_loaded import c_bytes
     from edge_sdk.targets import c_check
     from tests.conftest import require_c_runtime
 
@@ -526,6 +526,27 @@ def test_the_c_runtimes_bytes_declare_the_shapes_shape_arithmetic_gives():
                                     for runtime, model in (("c", data), ("python", shaped))])
 
 
+def test_the_c_runtimes_model_files_are_cached_under_a_folder_named_for_them(tmp_path, monkeypatch):
+    """c_loaded.c_path writes the model the C runtime loads (here: a shape-arithmetic model, no UINT8 at all) to
+    <cache>/c-loaded-models/ (was <cache>/uint8/); an old uint8/ folder, even holding a stale file of the same
+    name and hash folder, is never read."""
+    from edge_sdk.model import read_model
+    from edge_sdk.runtime.c_loaded import C_MODEL_CACHE, c_bytes, c_path
+
+    monkeypatch.setenv("EDGE_CACHE_DIR", str(tmp_path / "cache"))
+    model = tmp_path / "sr.tflite"
+    model.write_bytes(shaped_model(shape_reshape_model(6), {"x": (1, 9, 4)}))
+    data, _ = c_bytes(model.read_bytes())
+    first, _ = c_path(model)
+    old = tmp_path / "cache" / "uint8" / first.parent.name / model.name
+    old.parent.mkdir(parents=True)
+    old.write_bytes(b"stale")
+    path, pairs = c_path(model)
+    assert path == first and path.parent.parent == tmp_path / "cache" / C_MODEL_CACHE
+    assert path.read_bytes() == data and not pairs
+    assert read_model(path.read_bytes()).subgraphs[0].tensors[-1].name.endswith("/known")
+
+
 @pytest.mark.parametrize("length", [9, 2])
 @pytest.mark.parametrize("dtype", ["FLOAT32", "INT8"])
 def test_a_model_with_if_gets_its_main_graphs_shapes_in_the_c_runtimes_bytes(length, dtype):
@@ -534,7 +555,7 @@ def test_a_model_with_if_gets_its_main_graphs_shapes_in_the_c_runtimes_bytes(len
     reads its shape as a constant (was: nothing declared for a model with subgraphs, C RESHAPE at the stale
     [6, 4]); the C runtime and the board plan run it, both branches: float as LiteRT, int8 as TFLM."""
     from edge_sdk.model import read_model
-    from edge_sdk.runtime.uint8 import c_bytes
+    from edge_sdk.runtime.c_loaded import c_bytes
     from edge_sdk.targets import c_check
     from tests.conftest import require_c_runtime
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime import c_build
+from edge_sdk.runtime import c_loaded as _c_loaded
 from edge_sdk.runtime import uint8 as _uint8
 from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
 from edge_sdk.runtime.planner import c_memory_plan, c_patch_stage, check_memory  # the memory= plans (documented there)
@@ -262,7 +263,7 @@ class CInterpreter(Interpreter, backend="c"):
             raise ValueError("Exactly one of model_path and model_content must be given")
         # legacy UINT8 tensors: the C runtime loads the model they run in as INT8 (edge_sdk.runtime.uint8);
         # set_tensor / get_tensor flip their values, the details report them as the model declares them
-        model, data, self._uint8 = _uint8.c_model(model, data)
+        model, data, self._uint8 = _c_loaded.c_model(model, data)
         # memory="min": the stage and grid (a PatchPlan; None: no stage). Not given: the planner's stage over the
         # model file's shapes, no interpreter (planner.c_patch_stage); resize_tensor_input asks it again.
         self._planner_stage = memory == "min" and patch_plan is _UNSET
@@ -358,7 +359,7 @@ class CInterpreter(Interpreter, backend="c"):
         if tensor.type != "UINT8":
             return ""
         return ("; a legacy quantized_uint8 tensor: the C runtime runs it as INT8 once the model is presented so "
-                "(edge_sdk.runtime.uint8.c_bytes, its I/O flipped by c_io), as every edge tool hands it over")
+                "(edge_sdk.runtime.c_loaded.c_bytes, its I/O flipped by c_io), as every edge tool hands it over")
 
     def _raise(self, status: int):
         info, msg = self.error()

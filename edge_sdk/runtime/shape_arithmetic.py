@@ -5,7 +5,7 @@ input shape (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE). Once the input shapes a
 ``know_at_prepare`` evaluates such a node right after its prepare (the Python interpreter calls it for every node,
 so the nodes after it read the values as their parameters: ``TensorInfo.known``). The C runtime has no dynamic
 tensors and reads parameters from constants: ``c_loaded`` gives the model it loads (every path to it -
-CInterpreter, edge check / flash / export / profile through edge_sdk.runtime.uint8.c_model - goes through it):
+CInterpreter, edge check / flash / export / profile through edge_sdk.runtime.c_loaded.c_model - goes through it):
 each tensor declared at the shape the Python prepare gives it, each known value a constant its readers read.
 """
 
@@ -51,27 +51,19 @@ def know_at_prepare(node: Node) -> None:
         info.value = value
 
 
-def c_loaded(model: Model, report=None) -> Model:
+def c_loaded(model: Model, report) -> Model:
     """The model the C runtime loads for ``model`` (the C runtime has no dynamic tensors and reads a parameter -
     FILL's dims, TILE's multiples, PAD's paddings, SLICE / STRIDED_SLICE's begin / end, BROADCAST_TO's shape,
     RESIZE's size, ... - from a constant): ``model`` with every tensor declared at the shape the Python prepare
     gives it (resized inputs, shape arithmetic, IF / WHILE callees included), and every value the prepare knows
     (``TensorInfo.value``: SHAPE -> STRIDED_SLICE -> PACK ...) handed as a constant to the nodes that read it (a
     new tensor ``<name>/known``, appended: the model's own tensor indices stay). The nodes that compute such a
-    value still run (on constants but SHAPE / RANK), so node indices stay too. ``report`` is ``Interpreter.prepare_report()``
-    of ``model`` at the wanted input shapes (made here at the model's own shapes when None). ``model`` itself
-    when nothing changes, or when it has no ``shape_only`` op (SHAPE, RANK: nothing to evaluate) and no report is
-    given. Subgraph by subgraph, only what nodes before the first one the Python prepare refuses give (the
-    runtime that loads the model names that node)."""
+    value still run (on constants but SHAPE / RANK), so node indices stay too. ``report`` is
+    ``Interpreter.prepare_report()`` of ``model`` at the wanted input shapes (None: ``model`` as it is).
+    ``model`` itself when nothing changes. Subgraph by subgraph, only what nodes before the first one the Python
+    prepare refuses give (the runtime that loads the model names that node)."""
     if report is None:
-        if not model.subgraphs or not any(op_table.row(c.name).shape_only for c in model.operator_codes):
-            return model
-        from edge_sdk.runtime.interpreter import Interpreter
-
-        try:
-            report = Interpreter(model=model).prepare_report()
-        except Exception:  # noqa: BLE001 - a malformed model: the C loader says what and where, in its words
-            return model
+        return model
     _, failures, infos = report
     shapes, known = {}, {}
     for s, sg in enumerate(model.subgraphs):

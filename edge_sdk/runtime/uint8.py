@@ -151,58 +151,8 @@ def _requantize_concat_inputs(model: Model, chosen: set) -> None:
 # The C runtime (firmware_c) has no UINT8 presentation of its own: it refuses a quantized UINT8 tensor where its
 # kernel runs INT8 (EDGE_UNSUPPORTED_TYPE naming the node). Every path that hands it a model - the C binding
 # (c_interpreter), edge check's C runner, edge flash's firmware, edge profile's board, edge export's folder - hands
-# it the presented bytes from here, and flips the presented inputs / outputs at its boundary (``c_io``).
-def c_model(model: Model | None, data: bytes) -> tuple[Model | None, bytes, frozenset]:
-    """(model, bytes, pairs): ``data`` (the .tflite's bytes; ``model`` its Model when the caller has it) with the
-    legacy UINT8 tensors presented as INT8 (``present``: the model, as its tensors are reported), the bytes the C
-    runtime loads (that model as shape_arithmetic.c_loaded gives it: every tensor at the shape the Python prepare
-    gives it, and the values shape arithmetic computes handed to the nodes that read them as constants), and the
-    presented (subgraph, tensor) pairs. A model needing neither comes back as it is (and unreadable bytes too: the
-    C loader names what is wrong)."""
-    from edge_sdk.model import read_model, write_model
-    from edge_sdk.runtime.shape_arithmetic import c_loaded
-
-    if model is not None:
-        source = model
-    else:
-        try:
-            source = read_model(data)
-        except Exception:  # the C loader reports a malformed file in its own words (edge_load's status)
-            return None, data, frozenset()
-    presented, chosen = present(source)
-    loaded = c_loaded(presented)
-    if not chosen and loaded is presented:
-        return model, data, chosen
-    return presented, write_model(loaded), chosen
-
-
-def c_bytes(model_or_data) -> tuple[bytes, frozenset]:
-    """The bytes the C runtime loads for a .tflite's bytes or a ``Model`` (``c_model``), and the presented
-    (subgraph, tensor) pairs (empty: the bytes are the model's own)."""
-    if isinstance(model_or_data, Model):
-        from edge_sdk.model import write_model
-
-        return c_model(model_or_data, write_model(model_or_data))[1:]
-    _, data, chosen = c_model(None, bytes(model_or_data))
-    return data, chosen
-
-
-def c_path(path) -> tuple["Path", frozenset]:
-    """``path`` itself when the C runtime loads its bytes as they are; else the presented model (``c_bytes``)
-    written once to ``<cache>/uint8/<sha256[:16]>/<the same file name>`` (the tools that build from a file -
-    gen_ops.py, the firmware's model_data.c - read that one), and the presented pairs."""
-    from pathlib import Path
-
-    from edge_sdk.resources import cached_copy
-
-    path = Path(path)
-    original = path.read_bytes()
-    data, chosen = c_bytes(original)
-    if data is original:
-        return path, chosen
-    return cached_copy("uint8", path.name, data), chosen
-
-
+# it the presented bytes (edge_sdk.runtime.c_loaded), and flips the presented inputs / outputs at its boundary
+# (``c_io``).
 def c_io(model: Model, chosen) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(input positions, output positions) of subgraph 0 the C runtime holds as INT8 where the model says UINT8:
     the values to flip (``to_int8`` going in, ``to_uint8`` coming out) at its boundary."""

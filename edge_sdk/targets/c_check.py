@@ -8,7 +8,7 @@ struct layout (``edge-run-c --plan`` compiled by arm-linux-gnueabihf-gcc, run by
 those are missing, said so in ``TargetPlan.layout``): its high-water mark is the board's to the byte. A 64-bit
 Linux target is measured by the library as it runs there (``linux_layout``). The runners are built from
 ``edge_sdk.runtime.c_build.FIRMWARE`` into the cache folder (``check_runner``); BuildError when they cannot be.
-A legacy UINT8 model is measured as the C runtime runs it, presented as INT8 (edge_sdk.runtime.uint8.c_bytes, as
+A legacy UINT8 model is measured as the C runtime runs it, presented as INT8 (edge_sdk.runtime.c_loaded.c_bytes, as
 edge flash embeds it): the C runtime refuses raw UINT8 tensors where its kernels run INT8.
 """
 
@@ -208,11 +208,11 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
     (a QEMU_AARCH64_CPUS name; else qemu's "max").
     ``memory``: the plan (edge_sdk.runtime.interpreter.MEMORY_PLANS), "layer", "inplace" (EDGE_INIT_MEMORY_MIN) or
     "min" (edge_init_patch with ``patch``, an edge_sdk.runtime.patching.PatchPlan; None: no stage, as "inplace").
-    ``presented``: ``data`` is already the bytes the C runtime loads (edge_sdk.runtime.uint8.c_model's, as
+    ``presented``: ``data`` is already the bytes the C runtime loads (edge_sdk.runtime.c_loaded.c_model's, as
     edge check has them), not parsed again. BuildError when no layout can be built here."""
     import tempfile
 
-    from edge_sdk.runtime.uint8 import c_bytes
+    from edge_sdk.runtime.c_loaded import c_bytes
 
     if not presented:
         data = c_bytes(data)[0]  # legacy UINT8: the model the C runtime runs (the same bytes for every other model)

@@ -452,7 +452,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     converter checks the graph it just built, at the shapes it was given)."""
     from edge_sdk.model.input_shapes import judged_shapes, shaped_model
     from edge_sdk.runtime import planner
-    from edge_sdk.runtime.uint8 import c_io_note, c_model
+    from edge_sdk.runtime.c_loaded import c_model
+    from edge_sdk.runtime.uint8 import c_io_note
 
     planner.check_memory(memory, auto=True)
     profile = load_profile(profile)

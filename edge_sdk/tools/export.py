@@ -888,7 +888,8 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer", input_s
     (edge_sdk.model.input_shapes; a -1 beyond the batch axis without one is a UsageError)."""
     from edge_sdk.model import read_model
     from edge_sdk.model.input_shapes import shaped_model_path
-    from edge_sdk.runtime.uint8 import SHIFT, c_io, c_io_note, c_path
+    from edge_sdk.runtime.c_loaded import c_path
+    from edge_sdk.runtime.uint8 import SHIFT, c_io, c_io_note
     from edge_sdk.targets.profiles import load_profile
 
     from edge_sdk.runtime.planner import MEMORY_PLANS, choose_plan

@@ -117,10 +117,11 @@ def _target_arena(model_path: Path, profile, plan: str) -> tuple[int | None, str
 
 
 def _c_model_path(model_path: Path) -> tuple[Path, str]:
-    """The file the firmware embeds (edge_sdk.runtime.uint8.c_path: a legacy UINT8 model presented as INT8, else
+    """The file the firmware embeds (edge_sdk.runtime.c_loaded.c_path: a legacy UINT8 model presented as INT8, else
     the model itself) and, for a presented model, what a host talking to the board must know (c_io_note)."""
     from edge_sdk.model import read_model
-    from edge_sdk.runtime.uint8 import c_io_note, c_path
+    from edge_sdk.runtime.c_loaded import c_path
+    from edge_sdk.runtime.uint8 import c_io_note
 
     path, pairs = c_path(model_path)
     return path, c_io_note(read_model(path.read_bytes()), pairs) if pairs else ""
