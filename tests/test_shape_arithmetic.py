@@ -526,6 +526,28 @@ def test_the_c_runtimes_bytes_declare_the_shapes_shape_arithmetic_gives():
                                     for runtime, model in (("c", data), ("python", shaped))])
 
 
+@pytest.mark.parametrize("op", ["PAD", "TILE", "SLICE", "BROADCAST_TO", "RESIZE_BILINEAR"])
+def test_edge_check_judges_a_computed_parameter_on_a_microcontroller_at_the_given_shape(op):
+    """`edge check MODEL --target stm32f746-disco --input-shape x:...`: the C runtime's own prepare (board layout)
+    takes the parameter shape arithmetic gives as a constant (was: refused, "must be a constant"); its tensor
+    plan is the Python interpreter's of the bytes it loads."""
+    from edge_sdk.runtime.c_loaded import c_bytes
+    from edge_sdk.targets import c_check
+    from edge_sdk.targets.check import check_model
+    from tests.conftest import require_c_runtime
+
+    require_c_runtime()
+    build, shapes = PARAMETER_MODELS[op]
+    model, shape = build(shapes[0], "INT8"), shapes[1]
+    r = check_model(model, "stm32f746-disco", input_shapes={"x": shape}, stack=False)
+    assert r.verdict == "runs", r.to_dict() if hasattr(r, "to_dict") else r
+    plan = c_check.target_plan(shaped_model(model, {"x": shape}), c_check.HOST)
+    assert plan.ok, plan.message
+    python = Interpreter(model_content=c_bytes(shaped_model(model, {"x": shape}))[0])
+    python.allocate_tensors()
+    assert plan.figures["tensor_total"] == python.arena_plan().total
+
+
 def test_the_c_runtimes_model_files_are_cached_under_a_folder_named_for_them(tmp_path, monkeypatch):
     """c_loaded.c_path writes the model the C runtime loads (here: a shape-arithmetic model, no UINT8 at all) to
     <cache>/c-loaded-models/ (was <cache>/uint8/); an old uint8/ folder, even holding a stale file of the same
