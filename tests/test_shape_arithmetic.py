@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from edge_sdk import Interpreter
-from edge_sdk.errors import DataError, UnsupportedOpError
+from edge_sdk.errors import DataError, ModelError, UnsupportedOpError
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.input_shapes import shaped_model
@@ -223,6 +223,57 @@ def reshape_then_if_model(n: int = 6, dtype: str = "FLOAT32") -> bytes:
     g.output(y)
     model = g.build()
     model.subgraphs[0].tensors[x].shape_signature = (1, -1, 4)
+    return write_model(model)
+
+
+def if_on_length_model(n: int = 6, dtype: str = "FLOAT32") -> bytes:
+    """x [1, n, 4] (signature [1, -1, 4]) -> IF cond: x + x, else x * x (branches declared at [1, n, 4]) -> y ->
+    RESHAPE to PACK(SHAPE(y)[1], 4) -> z [n, 4]: the branches run at the caller's length."""
+    g = GraphBuilder()
+    q = dict(scale=0.05, zero_point=-3) if dtype == "INT8" else {}
+    cond = g.input("cond", (1,), "BOOL")
+    x = g.input("x", (1, n, 4), dtype, **q)
+    y = g.tensor("y", (1, n, 4), dtype, **q)
+    then, other = g.subgraph("then"), g.subgraph("else")
+    for sub, op in ((then, "ADD"), (other, "MUL")):
+        a = sub.input("a", (1, n, 4), dtype, **q)
+        b = sub.tensor("b", (1, n, 4), dtype, **q)
+        sub.op(op, [a, a], [b], fused_activation_function="NONE")
+        sub.output(b)
+    g.op("IF", [cond, x], [y], then_subgraph_index=then.index, else_subgraph_index=other.index)
+    _, length = _length_of(g, y, 3)
+    new_shape = g.tensor("new_shape", (2,), "INT32")
+    g.op("PACK", [length, g.constant("four", np.array(4, np.int32))], [new_shape], values_count=2, axis=0)
+    z = g.tensor("z", (n, 4), dtype, **q)
+    g.op("RESHAPE", [y, new_shape], [z])
+    g.output(z)
+    model = g.build()
+    model.subgraphs[0].tensors[x].shape_signature = (1, -1, 4)
+    return write_model(model)
+
+
+def while_on_length_model(n: int = 5) -> bytes:
+    """i (INT32 scalar), x [1, n] (signature [1, -1]) -> WHILE i < 3: (i + 1, x * 0.5) -> (i, x / 2^(3-i))."""
+    g = GraphBuilder()
+    i = g.input("i", (), "INT32")
+    x = g.input("x", (1, n), "FLOAT32")
+    i_out, x_out = g.tensor("i_out", (), "INT32"), g.tensor("x_out", (1, n), "FLOAT32")
+    cond, body = g.subgraph("cond"), g.subgraph("body")
+    ci, cx = cond.input("i", (), "INT32"), cond.input("x", (1, n), "FLOAT32")
+    more = cond.tensor("more", (), "BOOL")
+    cond.op("LESS", [ci, cond.constant("three", np.array(3, np.int32))], [more])
+    cond.output(more)
+    bi, bx = body.input("i", (), "INT32"), body.input("x", (1, n), "FLOAT32")
+    ni, nx = body.tensor("next_i", (), "INT32"), body.tensor("next_x", (1, n), "FLOAT32")
+    body.op("ADD", [bi, body.constant("one", np.array(1, np.int32))], [ni], fused_activation_function="NONE")
+    body.op("MUL", [bx, body.constant("half", np.array(0.5, np.float32))], [nx], fused_activation_function="NONE")
+    body.output(ni)
+    body.output(nx)
+    g.op("WHILE", [i, x], [i_out, x_out], cond_subgraph_index=cond.index, body_subgraph_index=body.index)
+    g.output(i_out)
+    g.output(x_out)
+    model = g.build()
+    model.subgraphs[0].tensors[x].shape_signature = (1, -1)
     return write_model(model)
 
 
@@ -603,6 +654,111 @@ def test_a_model_with_if_gets_its_main_graphs_shapes_in_the_c_runtimes_bytes(len
             for g_, w_ in zip(got, want):
                 assert g_.shape == w_.shape
                 np.testing.assert_allclose(g_, w_, rtol=1e-5, atol=1e-5)
+
+
+def _resized_runs(runtime: str, model: bytes, feeds: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+    """One interpreter resized (every input) to each feed's shapes in turn: its outputs per feed."""
+    interp = Interpreter(model_content=model, backend=runtime)
+    outs = []
+    for xs in feeds:
+        for d, x in zip(interp.get_input_details(), xs):
+            interp.resize_tensor_input(d["index"], x.shape)
+        interp.allocate_tensors()
+        for d, x in zip(interp.get_input_details(), xs):
+            interp.set_tensor(d["index"], x)
+        interp.invoke()
+        outs.append([interp.get_tensor(d["index"]) for d in interp.get_output_details()])
+    return outs
+
+
+def _litert_runs(model: bytes, xs: list[np.ndarray]) -> list[np.ndarray]:
+    from ai_edge_litert.interpreter import Interpreter as LiteRT, OpResolverType
+
+    peer = LiteRT(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF, num_threads=1)
+    for d, x in zip(peer.get_input_details(), xs):
+        peer.resize_tensor_input(d["index"], list(x.shape))
+    peer.allocate_tensors()
+    for d, x in zip(peer.get_input_details(), xs):
+        peer.set_tensor(d["index"], x)
+    peer.invoke()
+    return [peer.get_tensor(d["index"]) for d in peer.get_output_details()]
+
+
+def test_if_branches_run_at_the_callers_resized_length_as_litert(runtime):
+    """resize_tensor_input on an IF model: its branches (declared at [1, 6, 4]) are prepared again at the
+    caller's length, as LiteRT resizes them (was: 'shapes must be static across subgraph calls'); the C runtime
+    loads them declared so. Both branches, three lengths, float as LiteRT."""
+    rng = np.random.default_rng(3)
+    feeds = [[np.array([cond]), rng.standard_normal((1, n, 4)).astype(np.float32)]
+             for n in (9, 2, 6) for cond in (True, False)]
+    model = if_on_length_model(6)
+    for xs, got in zip(feeds, _resized_runs(runtime, model, feeds)):
+        (want,) = _litert_runs(model, xs)
+        assert got[0].shape == want.shape == (xs[1].shape[1], 4)
+        np.testing.assert_allclose(got[0], want, rtol=1e-6, atol=1e-6)
+
+
+def test_a_while_loop_runs_at_the_callers_resized_length_as_litert(runtime):
+    rng = np.random.default_rng(4)
+    feeds = [[np.array(0, np.int32), rng.standard_normal((1, n)).astype(np.float32)] for n in (11, 1, 5)]
+    model = while_on_length_model(5)
+    for xs, got in zip(feeds, _resized_runs(runtime, model, feeds)):
+        want = _litert_runs(model, xs)
+        assert int(got[0]) == int(want[0]) == 3 and got[1].shape == want[1].shape == xs[1].shape
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-6, atol=1e-6)
+
+
+def test_a_branch_that_cannot_run_at_its_placeholder_shape_runs_at_the_callers(runtime):
+    """Branches declared at the stored placeholder [1, 1] (a [-1, -1] signature), where their RESHAPE to [-1, 4]
+    cannot run: prepared at the caller's [1, 8] they run (the refusal at the placeholder is raised only when no
+    caller prepares them again: allocate_tensors at [1, 1] names it)."""
+    g = GraphBuilder()
+    cond = g.input("cond", (1,), "BOOL")
+    x = g.input("x", (1, 1), "FLOAT32")
+    y = g.tensor("y", (1, 4), "FLOAT32")
+    then, other = g.subgraph("then"), g.subgraph("else")
+    for sub, op in ((then, "ADD"), (other, "MUL")):
+        a = sub.input("a", (1, 1), "FLOAT32")
+        r = sub.tensor("r", (1, 4), "FLOAT32")
+        sub.op("RESHAPE", [a, sub.constant("to", np.array([-1, 4], np.int32))], [r])
+        b = sub.tensor("b", (1, 4), "FLOAT32")
+        sub.op(op, [r, r], [b], fused_activation_function="NONE")
+        sub.output(b)
+    g.op("IF", [cond, x], [y], then_subgraph_index=then.index, else_subgraph_index=other.index)
+    g.output(y)
+    model = g.build()
+    model.subgraphs[0].tensors[x].shape_signature = (-1, -1)
+    model = write_model(model)
+    feeds = [[np.array([c]), np.arange(8, dtype=np.float32).reshape(1, 8) / 4] for c in (True, False)]
+    for xs, got in zip(feeds, _resized_runs(runtime, model, feeds)):
+        np.testing.assert_allclose(got[0], _litert_runs(model, xs)[0], rtol=1e-6)
+    with pytest.raises(ModelError, match="RESHAPE"):
+        Interpreter(model_content=model, backend=runtime).allocate_tensors()
+
+
+def test_one_subgraph_called_at_two_shapes_is_refused_naming_both_calls(runtime):
+    """Two IF nodes pass [1, 6, 4] and [1, 3, 4] to the same branches: a subgraph runs at one set of input shapes
+    here (LiteRT would re-prepare it at each call): one ModelError line naming both call sites."""
+    g = GraphBuilder()
+    cond = g.input("cond", (1,), "BOOL")
+    x6, x3 = g.input("x6", (1, 6, 4), "FLOAT32"), g.input("x3", (1, 3, 4), "FLOAT32")
+    then, other = g.subgraph("then"), g.subgraph("else")
+    for sub, op in ((then, "ADD"), (other, "MUL")):
+        a = sub.input("a", (1, 6, 4), "FLOAT32")
+        b = sub.tensor("b", (1, 6, 4), "FLOAT32")
+        sub.op(op, [a, a], [b], fused_activation_function="NONE")
+        sub.output(b)
+    for name, x, n in (("y6", x6, 6), ("y3", x3, 3)):
+        y = g.tensor(name, (1, n, 4), "FLOAT32")
+        g.op("IF", [cond, x], [y], then_subgraph_index=then.index, else_subgraph_index=other.index)
+        g.output(y)
+    interp = Interpreter(model_content=write_model(g.build()), backend=runtime)
+    with pytest.raises(ModelError) as err:
+        interp.allocate_tensors()
+    text = str(err.value)
+    assert "\n" not in text and "node 1 (IF" in text, text
+    if runtime == "python":  # the C runtime's IF: "a branch input differs from the node's input ... (static shapes)"
+        assert "node 0 (IF" in text and "input shapes [[1, 3, 4]]" in text and "[[1, 6, 4]]" in text, text
 
 
 @pytest.mark.slow

@@ -969,6 +969,10 @@ class CInterpreter(Interpreter, backend="c"):
         interpreter's at this interpreter's input shapes, after its prepare (callees prepared)."""
         return self._python(allocate=False).prepare_report()[2][subgraph_index]
 
+    def prepare_subgraph_at(self, subgraph_index: int, shapes, caller) -> None:
+        """The Runtime protocol's callee prepare (Interpreter.prepare_subgraph_at): the Python interpreter's own
+        prepare does it (its shapes reach the bytes this one loads: shape_arithmetic.c_loaded); nothing here."""
+
     def tensor_infos(self, s: int) -> list:
         """The Python planner's TensorInfo per tensor of subgraph ``s`` (at this interpreter's input shapes)."""
         return self._python(allocate=False).tensor_infos(s)

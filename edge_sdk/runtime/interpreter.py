@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -254,6 +255,7 @@ class Interpreter:
         self._call_order = _planner.call_order(model)
         self.max_while_iterations = check_while_bound(max_while_iterations)
         self._infos_in_prepare: list[list[TensorInfo]] | None = None  # subgraph_infos() while preparing
+        self._callee_prepare: _CalleePrepare | None = None  # prepare_subgraph_at() while preparing
         self._budget = None if arena_size is None else int(arena_size)
         self._resized: dict[tuple[int, int], tuple[int, ...]] = {}
         self._p: _Prepared | None = None
@@ -281,6 +283,38 @@ class Interpreter:
         """Subgraph ``subgraph_index``'s tensor infos while nodes are being prepared: a control-flow kernel reads its
         callees' (prepared first, planner.call_order) input and output shapes and types."""
         return self._infos_in_prepare[subgraph_index]
+
+    def prepare_subgraph_at(self, subgraph_index: int, shapes, caller: Node) -> None:
+        """While preparing: a control-flow node (``caller``) calls subgraph ``subgraph_index`` with inputs of these
+        shapes. As LiteRT (its IF / WHILE resize the callee's inputs to the caller's and re-prepare it), the
+        callee, prepared first at its declared shapes, is prepared again at these when they differ (its callees
+        in turn); a model resized to another input length then runs its branches and loop bodies at that length.
+        A subgraph runs at one set of input shapes: two call sites asking for different ones are a ModelError
+        naming both."""
+        st = self._callee_prepare
+        s, sg = int(subgraph_index), self._model.subgraphs[int(subgraph_index)]
+        want = tuple(tuple(int(d) for d in shape) for shape in shapes)
+        if st is None or len(want) != len(sg.inputs):
+            return  # not preparing, or the caller's count check names the mismatch
+        site = (caller.subgraph, caller.index)
+        for other, (shapes_there, where) in st.calls.setdefault(s, {}).items():
+            if other != site and shapes_there != want:
+                raise caller.error(f"calls subgraph {s} with input shapes {[list(x) for x in want]}, {where} with "
+                                   f"{[list(x) for x in shapes_there]}: a subgraph runs at one set of input shapes")
+        st.calls[s][site] = (want, caller.where())
+        infos = st.infos[s]
+        if tuple(tuple(infos[t].shape) for t in sg.inputs) == want:
+            return
+        for calls in st.calls.values():  # the calls s made at its old shapes are made again now
+            for key in [k for k in calls if k[0] == s]:
+                del calls[key]
+        resized = {**self._resized, **{(s, t): shape for t, shape in zip(sg.inputs, want)}}
+        infos[:] = _planner.tensor_infos(self._model, s, resized)
+        st.deferred.pop(s, None)
+        if st.failures is not None:
+            for key in [k for k in st.failures if k[0] == s]:
+                del st.failures[key]
+        st.nodes[s] = self._prepare_subgraph(s, infos, st.failures)
 
     # ------------------------------------------------------------------ model facts
     @property
@@ -482,11 +516,21 @@ class Interpreter:
         """Every subgraph's prepared nodes (by subgraph index), prepared callees first (planner.call_order)."""
         nodes: list[list[Node]] = [[] for _ in infos]
         self._infos_in_prepare = infos
+        st = self._callee_prepare = _CalleePrepare(infos, nodes, failures)
+        called = _called_subgraphs(self._model)
         try:
             for s in self._call_order:
-                nodes[s] = self._prepare_subgraph(s, infos[s], failures)
+                if s in called and failures is None:  # a callee its caller may prepare again at other shapes
+                    own: dict[tuple[int, int], Exception] = {}
+                    nodes[s] = self._prepare_subgraph(s, infos[s], own)
+                    if own:
+                        st.deferred[s] = own[min(own)]
+                else:
+                    nodes[s] = self._prepare_subgraph(s, infos[s], failures)
+            for exc in st.deferred.values():  # refused at the shapes every caller calls it with
+                raise exc
         finally:
-            self._infos_in_prepare = None
+            self._infos_in_prepare = self._callee_prepare = None
         return nodes
 
     def _prepare_subgraph(self, s: int, infos: list[TensorInfo],
@@ -1220,6 +1264,33 @@ def _slot_view(arena: np.ndarray, slot, info: TensorInfo, rows, cols) -> np.ndar
     shape = _patching.local_shape(info, rows, cols)
     n = _patching.nbytes(shape, info.dtype)
     return arena[slot.offset:slot.offset + n].view(info.dtype).reshape(shape)
+
+
+@dataclass
+class _CalleePrepare:
+    """Interpreter.prepare_subgraph_at's state during one prepare: every subgraph's infos and nodes (replaced when
+    a callee is prepared again), the failures being recorded (prepare_report; None: the first one raises), the
+    first failure of each callee prepared at its declared shapes (raised after all, unless a caller prepared it
+    again), and per callee the (caller subgraph, node) -> (input shapes, where) of its calls."""
+
+    infos: list
+    nodes: list
+    failures: dict | None
+    deferred: dict = field(default_factory=dict)
+    calls: dict = field(default_factory=dict)
+
+
+def _called_subgraphs(model) -> set[int]:
+    """The subgraphs some node calls (its op row's ``subgraphs`` option fields: IF, WHILE, ...)."""
+    out = set()
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            if 0 <= op.opcode_index < len(model.operator_codes):
+                for name in op_table.row(model.operator_codes[op.opcode_index].name).subgraphs:
+                    callee = (op.options or {}).get(name)
+                    if isinstance(callee, (int, np.integer)):
+                        out.add(int(callee))
+    return out
 
 
 def _prepare_folded_conv(node, infos, fold):
