@@ -734,6 +734,11 @@ def test_a_branch_that_cannot_run_at_its_placeholder_shape_runs_at_the_callers(r
         np.testing.assert_allclose(got[0], _litert_runs(model, xs)[0], rtol=1e-6)
     with pytest.raises(ModelError, match="RESHAPE"):
         Interpreter(model_content=model, backend=runtime).allocate_tensors()
+    if runtime == "c":  # `edge check / export --input-shape x:1,8`: the bytes declare the branches at [1, 8]
+        from edge_sdk.targets import c_check
+
+        plan = c_check.target_plan(shaped_model(model, {"x": (1, 8)}), c_check.HOST)
+        assert plan.ok, plan.message
 
 
 def test_one_subgraph_called_at_two_shapes_is_refused_naming_both_calls(runtime):

@@ -24,11 +24,12 @@ C_MODEL_CACHE = "c-loaded-models"
 
 def _prepare_report(model: Model):
     """The Python interpreter's prepare_report of ``model`` at its declared shapes, or None when there is nothing
-    for shape_arithmetic.c_loaded to evaluate (no SHAPE / RANK op) or the model is malformed (the C loader says
-    what and where, in its own words)."""
+    for shape_arithmetic.c_loaded to evaluate (no SHAPE / RANK op, no subgraph call: the C prepare sizes every
+    other tensor itself) or the model is malformed (the C loader says what and where, in its own words)."""
     from edge_sdk.runtime.interpreter import Interpreter
 
-    if not model.subgraphs or not any(op_table.row(c.name).shape_only for c in model.operator_codes):
+    rows = [op_table.row(c.name) for c in model.operator_codes]
+    if not model.subgraphs or not any(r.shape_only or r.subgraphs for r in rows):
         return None
     try:
         return Interpreter(model=model).prepare_report()
