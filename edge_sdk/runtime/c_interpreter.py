@@ -987,9 +987,11 @@ class CInterpreter(Interpreter, backend="c"):
         Python prepare at those shapes: every tensor declared at its prepared shape, the values shape arithmetic
         gives handed to their readers as constants). The model's own shapes when it is not readable (the C loader
         names what is wrong, in its own words)."""
-        from edge_sdk.runtime.shape_arithmetic import c_loaded
+        from edge_sdk.runtime.shape_arithmetic import c_loaded, with_shapes
 
         model = self.model
+        if not _c_loaded.needs_prepare(model):  # the C prepare sizes the rest from the inputs' declared shapes
+            return with_shapes(model, self._resized)
         try:
             report = self._python(allocate=False).prepare_report()
         except ModelError:

@@ -22,14 +22,20 @@ from edge_sdk.runtime.uint8 import present
 C_MODEL_CACHE = "c-loaded-models"
 
 
+def needs_prepare(model: Model) -> bool:
+    """Whether the bytes the C runtime loads need the Python prepare's shapes and values (a SHAPE / RANK op, a
+    subgraph call); without one the C prepare sizes every tensor from the inputs' declared shapes itself."""
+    rows = [op_table.row(c.name) for c in model.operator_codes]
+    return bool(model.subgraphs) and any(r.shape_only or r.subgraphs for r in rows)
+
+
 def _prepare_report(model: Model):
     """The Python interpreter's prepare_report of ``model`` at its declared shapes, or None when there is nothing
-    for shape_arithmetic.c_loaded to evaluate (no SHAPE / RANK op, no subgraph call: the C prepare sizes every
-    other tensor itself) or the model is malformed (the C loader says what and where, in its own words)."""
+    for shape_arithmetic.c_loaded to evaluate (``needs_prepare``) or the model is malformed (the C loader says
+    what and where, in its own words)."""
     from edge_sdk.runtime.interpreter import Interpreter
 
-    rows = [op_table.row(c.name) for c in model.operator_codes]
-    if not model.subgraphs or not any(r.shape_only or r.subgraphs for r in rows):
+    if not needs_prepare(model):
         return None
     try:
         return Interpreter(model=model).prepare_report()

@@ -72,7 +72,7 @@ def c_loaded(model: Model, report) -> Model:
         known.update(_known_parameters(model, sg, infos[s], s, first_refused))
     if not shapes and not known:
         return model
-    return _with_known(_with_shapes(model, shapes), known, infos)
+    return _with_known(with_shapes(model, shapes), known, infos)
 
 
 def _trusted_outputs(sg, first_refused: int) -> set[int]:
@@ -101,7 +101,7 @@ def _known_parameters(model, sg, infos, s: int, first_refused: int) -> dict[tupl
     return out
 
 
-def _with_shapes(model: Model, shapes: dict[tuple[int, int], tuple[int, ...]]) -> Model:
+def with_shapes(model: Model, shapes: dict[tuple[int, int], tuple[int, ...]]) -> Model:
     """A copy of ``model`` whose tensors (subgraph, tensor) have these shapes (the rest shared, not copied)."""
     out = copy.copy(model)
     out.subgraphs = list(model.subgraphs)
