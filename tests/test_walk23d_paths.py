@@ -147,3 +147,22 @@ def test_serve_does_not_batch_a_model_whose_input_holds_an_output_shape():
     with Server(write_model(g.build()), port=0, max_batch=4, backend="python") as srv:
         assert srv.max_batch == 1
         assert "input 'wanted_shape' holds an output shape" in srv.batch_note, srv.batch_note
+
+
+@needs_c_runtime
+def test_serve_backend_c_runs_a_computed_parameter_at_each_requests_shape():
+    """`edge serve --backend c` of a dynamic model whose PAD paddings are computed from SHAPE(x): each request's
+    length gets its own C bytes (the paddings a constant there: runtime.c_loaded), outputs as LiteRT's."""
+    from tests.oprunner import run_peer
+    from tests.test_shape_arithmetic import pad_to_model
+
+    with Server(pad_to_model(5, 3), port=0, backend="c") as srv:
+        assert srv.runtime.name == "c", srv.runtime
+        for n in (5, 9, 1):
+            x = np.random.default_rng(n).standard_normal((1, n, 3)).astype(np.float32)
+            status, doc, _ = predict(srv, x)
+            assert status == 200, doc
+            (want,) = run_peer(pad_to_model(n, 3), [x], "litert")
+            np.testing.assert_allclose(np.asarray(doc["outputs"][0], np.float32), want, rtol=1e-6, atol=1e-6)
+        status, doc, _ = predict(srv, np.ones((1, 13, 3), np.float32))  # longer than the pad target: a 400
+        assert status == 400 and "input shapes [[1, 13, 3]]" in doc["error"], doc
