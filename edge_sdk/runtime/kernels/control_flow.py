@@ -28,7 +28,8 @@ from edge_sdk.runtime import op_table
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
 
 
-def _callees(node: Node, args: list[TensorInfo] | None = None) -> list[tuple[int, str, list[TensorInfo], list[TensorInfo]]]:
+def _callees(node: Node, args: list[TensorInfo] | None = None
+             ) -> list[tuple[int, str, list[TensorInfo], list[TensorInfo]]]:
     """Per subgraph the node calls (its op-table row's ``subgraphs`` option fields, in order: IF's then / else,
     WHILE's cond / body): (index, what to call it in messages, input infos, output infos). The interpreter checked
     the indices before prepare and prepared those subgraphs first; with ``args`` (the infos the node passes in)
