@@ -258,3 +258,54 @@ def test_the_c_backend_builds_the_plan_the_planner_chose(case, memory):
     assert c.memory_plan == want
     if want != "patch":
         assert _placed_in_place(c) == (want == "inplace")
+
+
+# ------------------------------------------------------------------------ what the C runtime is given, decided once
+def request_decisions(source: str, where: str = "<source>") -> list[str]:
+    """Comparisons that decide what a memory request gets outside the planner: ``x == "min"`` / ``x != "min"``
+    (whether it runs a stage: planner.builds_stage / c_stage_for) and ``x in ("inplace", "min")`` or any literal
+    of two or more plan names (EDGE_INIT_MEMORY_MIN: planner.c_memory_min, c_runner_flags)."""
+    import ast
+
+    plans = set(planner.MEMORY_PLANS) | set(planner.REALISED_PLANS)
+    bad = []
+    for node in ast.walk(ast.parse(source, where)):
+        if not isinstance(node, ast.Compare):
+            continue
+        for side in (node.left, *node.comparators):
+            named = [e.value for e in getattr(side, "elts", ()) if isinstance(e, ast.Constant) and e.value in plans]
+            if (isinstance(side, ast.Constant) and side.value == "min") or len(named) >= 2:
+                bad.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+                break
+    return bad
+
+
+def test_only_the_planner_decides_what_a_memory_request_gets():
+    """EDGE_INIT_MEMORY_MIN and the stage for a request were decided in nine places (CInterpreter twice, its
+    runner flags, c_check, check twice, flash three times, export twice); now planner.c_memory_min /
+    builds_stage / c_stage_for / c_runner_flags."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    bad = []
+    for path in sorted([*(root / "edge_sdk").rglob("*.py"), *(root / "converters").rglob("*.py")]):
+        if path.name != "planner.py" and "_bundled" not in path.parts:
+            bad += request_decisions(path.read_text(), str(path.relative_to(root)))
+    assert not bad, "memory-request decisions outside edge_sdk/runtime/planner.py:\n" + "\n".join(bad)
+    assert request_decisions('a = m == "min"\nb = m in ("inplace", "min")\nc = m == "layer"\nd = m in ("x",)\n') == [
+        "<source>:1: m == 'min'", "<source>:2: m in ('inplace', 'min')"]
+
+
+@pytest.mark.parametrize("memory", [None, *planner.MEMORY_PLANS])
+def test_the_c_init_of_each_request(memory, conv_chain):
+    data, _ = conv_chain
+    stage = planner.c_stage_for(data, memory)
+    assert planner.c_memory_min(memory) == (memory in ("inplace", "min"))
+    assert (stage is not None) == (memory == "min") and (stage is None or stage == planner.c_patch_stage(data))
+    flags = planner.c_runner_flags(memory, stage)
+    if memory == "min":
+        assert flags == ["--memory-min", "--patch", f"{stage.nodes[0]},{stage.nodes[-1]},{stage.grid[0]},"
+                                                    f"{stage.grid[1]}"]
+    else:
+        assert flags == (["--memory-min"] if memory == "inplace" else [])
+        assert planner.c_runner_flags(memory, planner.c_patch_stage(data)) == flags  # a stage only under "min"

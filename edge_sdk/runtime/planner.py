@@ -974,6 +974,35 @@ def dsp_filter_words(model, memory: str | None) -> str | None:
             "instructions; --memory inplace or min keeps the 8-bit filter")
 
 
+# ------------------------------------------------------------------------------- what the C runtime is given
+# The request's C init, decided here once: edge_init's flags, the stage edge_init_patch gets and the check runner's
+# flags (CInterpreter, edge check's c_check.target_plan, flash's app_config.h and measure_arena, export).
+def c_memory_min(memory: str | None) -> bool:
+    """Whether the C runtime initialises with EDGE_INIT_MEMORY_MIN for ``memory`` (MEMORY_PLANS; None: "layer"):
+    both least-RAM requests ("inplace", "min"): its in-place groups and compact kernel tables (COMPACT_PLANS)."""
+    return memory in COMPACT_PLANS
+
+
+def builds_stage(memory: str | None) -> bool:
+    """Whether ``memory`` (MEMORY_PLANS) may run a patch stage: "min", the least-RAM plan."""
+    return memory == "min"
+
+
+def c_stage_for(data, memory: str | None, patch_ops=None):
+    """The patch stage edge_init_patch gets under ``memory``: c_patch_stage's under "min" (None when no stage
+    needs less), None under any other request."""
+    return c_patch_stage(data, patch_ops) if builds_stage(memory) else None
+
+
+def c_runner_flags(memory: str | None, stage=None) -> list[str]:
+    """The C check runner's flags (firmware_c/host) for ``memory`` and its stage (a patching.PatchPlan from
+    c_stage_for; ignored unless "min"): ``--memory-min`` and ``--patch first,last,rows,cols``."""
+    flags = ["--memory-min"] if c_memory_min(memory) else []
+    if builds_stage(memory) and stage is not None:
+        flags += ["--patch", ",".join(str(int(v)) for v in (stage.nodes[0], stage.nodes[-1], *stage.grid))]
+    return flags
+
+
 def c_memory_plan(data, memory: str):
     """What the C runtime builds for ``memory`` (MEMORY_PLANS) on this model: ``(plan, stage)``, the realised plan
     (REALISED_PLANS) and the patch stage edge_init_patch gets (None unless "patch"); choose_plan's rule."""
