@@ -309,3 +309,40 @@ def test_the_c_init_of_each_request(memory, conv_chain):
     else:
         assert flags == (["--memory-min"] if memory == "inplace" else [])
         assert planner.c_runner_flags(memory, planner.c_patch_stage(data)) == flags  # a stage only under "min"
+
+
+# ------------------------------------------------------------------------ the PAD folds a plan carries, decided once
+def test_pad_folds_are_decided_where_the_requests_are_made():
+    """Which PADs a plan folds is decided once, by the requests it is planned over (buffer_requests: folded_pads'
+    unless delegates partition the graph; stage_requests: none under a patch stage). inplace_aliases, plan_tensors,
+    the interpreters and patch_tradeoff read the requests' folds (Requests.pad_folds, TensorPlan.pad_folds,
+    folds_under) instead of working them out again from the model."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    callers = []
+    for path in sorted((root / "edge_sdk").rglob("*.py")):
+        for f in ast.walk(ast.parse(path.read_text())):
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    isinstance(c, ast.Call) and ast.unparse(c.func).endswith("folded_pads")
+                    and not ast.unparse(c.func).startswith("self.") for c in ast.walk(f)):
+                callers.append(f"{path.relative_to(root)}:{f.name}")
+    assert sorted(callers) == ["edge_sdk/runtime/planner.py:buffer_requests", "edge_sdk/runtime/planner.py:folds_under"]
+
+
+def test_the_patch_grids_are_priced_over_the_stages_own_requests():
+    """patch_tradeoff's rows are planned over the requests the stage was chosen over (no PAD folds): the chosen
+    row's RAM is the least-RAM plan's. It priced them over the folded requests (a PAD before the stage folded into
+    its depthwise conv: 2368 B printed for a 2576 B plan, int8)."""
+    from edge_sdk.model import read_model
+
+    data = chain_model(list(CHAINS["pad_then_valid"]), dtype="INT8")
+    model = read_model(data)
+    infos = planner.declared_infos(model)
+    assert len(planner.folded_pads(model, infos)) == 1
+    least = planner.plan_tensors(model, infos, "min")
+    assert least.memory_plan == "patch" and least.pad_folds == ()  # a patch plan folds no PAD
+    assert planner.plan_tensors(model, infos, "inplace").pad_folds == tuple(planner.folded_pads(model, infos))
+    chosen = [r for r in planner.patch_tradeoff(data, 10 ** 9) if r["chosen"]]
+    assert [r["ram"] for r in chosen] == [least.total]

@@ -39,7 +39,7 @@ from edge_sdk.runtime import uint8 as _uint8
 from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
 from edge_sdk.runtime.planner import (  # the memory= plans and what the C runtime is given for them (documented there)
     builds_stage, c_memory_min, c_memory_plan, c_patch_stage, c_runner_flags, check_memory)
-from edge_sdk.runtime.planner import folded_pads as planner_folded_pads
+from edge_sdk.runtime.planner import folds_under
 from edge_sdk.runtime.c_status import STATUS, status_name
 from edge_sdk.runtime.delegates.base import Partition
 from edge_sdk.runtime.interpreter import Interpreter, check_while_bound, folded_pad_output, resize_request
@@ -948,12 +948,11 @@ class CInterpreter(Interpreter, backend="c"):
 
     def folded_pads(self) -> list[tuple[int, int]]:
         """(subgraph, node) of every PAD the C runtime folds into the conv that reads it: edge_pad_folds applies
-        planner.folded_pads' rule to the same tensors (none under a patch stage, as in the Python interpreter)."""
+        planner.folded_pads' rule to the same tensors (none under a patch stage, as in the Python interpreter:
+        planner.folds_under)."""
         self._require_ready("folded_pads")
-        if self._patch is not None:
-            return []
         infos = [self.tensor_infos(s) for s in range(len(self.model.subgraphs))]
-        return sorted((f.subgraph, f.pad) for f in planner_folded_pads(self.model, infos))
+        return sorted((f.subgraph, f.pad) for f in folds_under(self.model, infos, self._patch))
 
     @property
     def input_staging_bytes(self) -> int:

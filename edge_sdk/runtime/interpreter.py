@@ -353,20 +353,20 @@ class Interpreter:
             if any(d is delegate for delegate, _ in delegated):
                 d.check_available()
         spans: dict = {}
-        pad_folds: list = []
         requests = buffer_requests(
             self._model, p.infos, [(part, delegate.holds_internal_tensors) for delegate, part in delegated],
-            spans=spans, pad_folds=pad_folds,
+            spans=spans,
         )
         for r in requests:
             if r.size > MAX_ARENA_BYTES:
                 raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
         self._memory_plan = "layer"
-        p.patch = None
+        p.patch, pad_folds = None, requests.pad_folds  # none with delegates (buffer_requests)
         if not delegated:  # the planner's tensor plan for memory= (the layer plan, planned once, under every plan)
             chosen = _planner.plan_tensors(self._model, p.infos, self._memory, self._patch_ops, requests=requests,
                                            spans=spans)
             plan, p.patch, self._memory_plan = chosen.arena, chosen.stage, chosen.memory_plan
+            pad_folds = chosen.pad_folds
             if self._memory != "layer" and chosen.memory_plan == "layer":  # nothing in place, or it saves nothing
                 log.debug(f"memory={self._memory!r}: no in-place plan needs less than the layer-by-layer plan; "
                           "using the layer plan")
@@ -378,10 +378,9 @@ class Interpreter:
             raise ArenaTooSmallError(plan.total, self._budget)
         if plan.total > MAX_ARENA_BYTES:
             raise ModelError(f"the model needs a {plan.total} byte arena, above the {MAX_ARENA_BYTES} byte limit")
-        if p.patch is None:  # the plan's PAD folds (buffer_requests: none with delegates; a patch plan folds none)
-            for f in pad_folds:
-                p.nodes[f.subgraph][f.conv] = _prepare_folded_conv(p.nodes[f.subgraph][f.conv], p.infos[f.subgraph], f)
-                p.pad_folds[(f.subgraph, f.pad)] = f
+        for f in pad_folds:  # the plan's PAD folds (none with delegates, none under a patch stage: the planner's)
+            p.nodes[f.subgraph][f.conv] = _prepare_folded_conv(p.nodes[f.subgraph][f.conv], p.infos[f.subgraph], f)
+            p.pad_folds[(f.subgraph, f.pad)] = f
         p.plan = plan
         p.arena = np.zeros(plan.total, np.uint8)
         for d, part in delegated:
