@@ -296,6 +296,18 @@ class Interpreter:
         return None if self._p is None else self._p.plan.total
 
     @property
+    def packed_weights_bytes(self) -> int | None:
+        """Bytes of the arena holding packed weight copies: 0, the Python kernels pack none (the C runtime's SIMD
+        fast paths do: CInterpreter.packed_weights_bytes). None before allocate_tensors."""
+        return None if self._p is None else 0
+
+    @property
+    def num_threads(self) -> int:
+        """Threads the kernels may use inside invoke (BLAS, edge_sdk.runtime.kernels.blas); results are the same
+        for any count."""
+        return self._threads
+
+    @property
     def memory_plan(self) -> str | None:
         """The arena plan allocate_tensors built (REALISED_PLANS): "layer" (layer by layer), "inplace" (in-place
         RESHAPE / PAD / int8 depthwise, see inplace_aliases; +0 MACs) or "patch" (memory="min" found a patch stage
