@@ -346,3 +346,29 @@ def test_the_patch_grids_are_priced_over_the_stages_own_requests():
     assert planner.plan_tensors(model, infos, "inplace").pad_folds == tuple(planner.folded_pads(model, infos))
     chosen = [r for r in planner.patch_tradeoff(data, 10 ** 9) if r["chosen"]]
     assert [r["ram"] for r in chosen] == [least.total]
+
+
+def test_only_the_planner_places_an_arena():
+    """Every arena placement (arena.plan / plan_aliased) is the planner's (or patching's, for it): the interpreter
+    placed the layer plan itself under delegate partitions; now plan_tensors(..., delegated=True)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    placing = re.compile(r"\b_?arena\.(plan|plan_aliased)\(")
+    bad = [f"{p.relative_to(root)}:{n}" for p in sorted((root / "edge_sdk").rglob("*.py"))
+           if p.name not in ("planner.py", "patching.py", "arena.py")
+           for n, line in enumerate(p.read_text().splitlines(), 1) if placing.search(line)]
+    assert not bad, "arena placements outside the planner:\n" + "\n".join(bad)
+
+
+def test_delegate_partitions_get_the_layer_plan(conv_chain):
+    from edge_sdk.model import read_model
+
+    data, _ = conv_chain
+    model = read_model(data)
+    infos = planner.declared_infos(model)
+    layer = planner.plan_tensors(model, infos, "layer")
+    for memory in planner.MEMORY_PLANS:
+        got = planner.plan_tensors(model, infos, memory, delegated=True)
+        assert (got.memory_plan, got.total, got.stage) == ("layer", layer.total, None), memory

@@ -372,20 +372,15 @@ class Interpreter:
         for r in requests:
             if r.size > MAX_ARENA_BYTES:
                 raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
-        self._memory_plan = "layer"
-        p.patch, pad_folds = None, requests.pad_folds  # none with delegates (buffer_requests)
-        if not delegated:  # the planner's tensor plan for memory= (the layer plan, planned once, under every plan)
-            chosen = _planner.plan_tensors(self._model, p.infos, self._memory, self._patch_ops, requests=requests,
-                                           spans=spans)
-            plan, p.patch, self._memory_plan = chosen.arena, chosen.stage, chosen.memory_plan
-            pad_folds = chosen.pad_folds
-            if self._memory != "layer" and chosen.memory_plan == "layer":  # nothing in place, or it saves nothing
-                log.debug(f"memory={self._memory!r}: no in-place plan needs less than the layer-by-layer plan; "
-                          "using the layer plan")
-        else:
-            if self._memory != "layer":  # delegates run whole partitions over their boundary tensors
-                log.warning(f"memory={self._memory!r} with delegate partitions: using the layer-by-layer plan")
-            plan = _arena.plan(requests)
+        # the planner's tensor plan for memory= (the layer plan, planned once, under every plan; with delegates)
+        chosen = _planner.plan_tensors(self._model, p.infos, self._memory, self._patch_ops, requests=requests,
+                                       spans=spans, delegated=bool(delegated))
+        plan, p.patch, self._memory_plan, pad_folds = chosen.arena, chosen.stage, chosen.memory_plan, chosen.pad_folds
+        if self._memory != "layer" and delegated:  # delegates run whole partitions over their boundary tensors
+            log.warning(f"memory={self._memory!r} with delegate partitions: using the layer-by-layer plan")
+        elif self._memory != "layer" and chosen.memory_plan == "layer":  # nothing in place, or it saves nothing
+            log.debug(f"memory={self._memory!r}: no in-place plan needs less than the layer-by-layer plan; "
+                      "using the layer plan")
         if self._budget is not None and plan.total > self._budget:
             raise ArenaTooSmallError(plan.total, self._budget)
         if plan.total > MAX_ARENA_BYTES:

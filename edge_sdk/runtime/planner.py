@@ -481,11 +481,13 @@ class TensorPlan:
 
 
 def plan_tensors(model, infos: list[list], memory: str = "layer", patch_ops=None, *, requests=None,
-                 spans: dict | None = None) -> TensorPlan:
+                 spans: dict | None = None, delegated: bool = False) -> TensorPlan:
     """The tensor plan ``memory`` (MEMORY_PLANS) builds over ``infos``: the layer plan is planned once (the
     in-place plan's baseline and patching.choose's bar), the in-place plan falls back to it when it saves nothing,
     the least-RAM plan adds the patch stage patching.choose finds over ``patch_ops`` (None: every op whose row has
-    a ``patch`` rule) when it needs less. ``requests`` / ``spans``: buffer_requests' when the caller has them."""
+    a ``patch`` rule) when it needs less. ``requests`` / ``spans``: buffer_requests' when the caller has them.
+    ``delegated``: delegate partitions run (whole, over their boundary tensors): the layer plan whatever the
+    request."""
     from edge_sdk.runtime import arena as _arena
     from edge_sdk.runtime import patching as _patching
     check_memory(memory)
@@ -493,7 +495,7 @@ def plan_tensors(model, infos: list[list], memory: str = "layer", patch_ops=None
         spans = {}
         requests = buffer_requests(model, infos, spans=spans)
     layer, folds = _arena.plan(requests), request_folds(requests)
-    if memory == "layer":
+    if memory == "layer" or delegated:
         return TensorPlan("layer", layer, layer.total, pad_folds=folds)
     plan, aliases = least_ram_plan(model, infos, requests, spans, layer=layer)
     out = TensorPlan("inplace" if aliases else "layer", plan, layer.total, pad_folds=folds)
