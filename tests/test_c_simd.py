@@ -13,7 +13,7 @@ from tests.conftest import shared_model
 from tests.oprunner import T, op_model
 from tests.peers import run_tflm
 from tests.conftest import needs_c_runtime
-from tests.simd_common import backend, levels  # noqa: F401 (fixtures)
+from tests.simd_common import levels  # noqa: F401 (a fixture; backend: tests/conftest.py)
 from tests.simd_common import aarch64_build, run_at_level
 
 pytestmark = needs_c_runtime

@@ -38,8 +38,9 @@ from edge_sdk.runtime import c_build
 from edge_sdk.runtime import c_loaded as _c_loaded
 from edge_sdk.runtime import uint8 as _uint8
 from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
-from edge_sdk.runtime.planner import c_memory_plan, c_patch_stage, check_memory  # the memory= plans (documented there)
-from edge_sdk.runtime.planner import folded_pads as planner_folded_pads
+from edge_sdk.runtime.planner import (  # the memory= plans and what the C runtime is given for them (documented there)
+    builds_stage, c_memory_min, c_memory_plan, c_patch_stage, c_runner_flags, check_memory)
+from edge_sdk.runtime.planner import folds_under
 from edge_sdk.runtime.c_status import STATUS, status_name
 from edge_sdk.runtime.delegates.base import Partition
 from edge_sdk.runtime.interpreter import Interpreter, check_while_bound, folded_pad_output, resize_request
@@ -266,11 +267,11 @@ class CInterpreter(Interpreter, backend="c"):
         model, data, self._uint8 = _c_loaded.c_model(model, data)
         # memory="min": the stage and grid (a PatchPlan; None: no stage). Not given: the planner's stage over the
         # model file's shapes, no interpreter (planner.c_patch_stage); resize_tensor_input asks it again.
-        self._planner_stage = memory == "min" and patch_plan is _UNSET
+        self._planner_stage = builds_stage(memory) and patch_plan is _UNSET
         if self._planner_stage:
             self._patch = self._stage_for(data if model is None else model)
         else:
-            self._patch = patch_plan if memory == "min" and patch_plan is not _UNSET else None
+            self._patch = patch_plan if builds_stage(memory) and patch_plan is not _UNSET else None
         if arena_size is not None and (not isinstance(arena_size, (int, np.integer)) or arena_size < 0):
             raise ValueError(f"arena_size must be a non-negative int, not {arena_size!r}")
         if num_threads is not None:  # LiteRT's checks and messages (as the Python interpreter); None means 1
@@ -320,7 +321,7 @@ class CInterpreter(Interpreter, backend="c"):
         in place, or in place saves nothing) for the model the C runtime loads (resized shapes included)."""
         if self._patch is not None:
             return "patch"
-        if self._memory == "layer":
+        if not c_memory_min(self._memory):
             return "layer"
         return c_memory_plan(ctypes.string_at(self._model_addr, self._model_len), "inplace")[0]
 
@@ -383,7 +384,7 @@ class CInterpreter(Interpreter, backend="c"):
         # EDGE_INIT_MEMORY_MIN for both least-RAM requests: in-place groups where the plan is "inplace" (the C
         # runtime finds the same groups: test_planner holds them together) and, whatever the plan, the compact
         # 5-byte-a-channel requantization of CONV_2D on builds without a SIMD fast path
-        flags = (PLAN_ONLY if self._plan_only else 0) | (MEMORY_MIN if self._memory in ("inplace", "min") else 0)
+        flags = (PLAN_ONLY if self._plan_only else 0) | (MEMORY_MIN if c_memory_min(self._memory) else 0)
         plan = None
         if self._patch is not None:
             plan = _PatchPlan(self._patch.nodes[0], self._patch.nodes[-1], *self._patch.grid)
@@ -719,10 +720,7 @@ class CInterpreter(Interpreter, backend="c"):
             return scratch
         if not RUNNER.is_file():
             return None
-        flags = ["--memory-min"] if self._memory in ("inplace", "min") else []
-        if self._patch is not None:
-            flags += ["--patch", ",".join(str(int(v)) for v in (self._patch.nodes[0], self._patch.nodes[-1],
-                                                                  *self._patch.grid))]
+        flags = c_runner_flags(self._memory, self._patch)
         with tempfile.TemporaryDirectory(prefix="edge-portable-") as tmp:
             model = os.path.join(tmp, "model.tflite")
             with open(model, "wb") as f:
@@ -946,12 +944,11 @@ class CInterpreter(Interpreter, backend="c"):
 
     def folded_pads(self) -> list[tuple[int, int]]:
         """(subgraph, node) of every PAD the C runtime folds into the conv that reads it: edge_pad_folds applies
-        planner.folded_pads' rule to the same tensors (none under a patch stage, as in the Python interpreter)."""
+        planner.folded_pads' rule to the same tensors (none under a patch stage, as in the Python interpreter:
+        planner.folds_under)."""
         self._require_ready("folded_pads")
-        if self._patch is not None:
-            return []
         infos = [self.tensor_infos(s) for s in range(len(self.model.subgraphs))]
-        return sorted((f.subgraph, f.pad) for f in planner_folded_pads(self.model, infos))
+        return sorted((f.subgraph, f.pad) for f in folds_under(self.model, infos, self._patch))
 
     @property
     def input_staging_bytes(self) -> int:

@@ -330,6 +330,18 @@ class Interpreter:
         return None if self._p is None else self._p.plan.total
 
     @property
+    def packed_weights_bytes(self) -> int | None:
+        """Bytes of the arena holding packed weight copies: 0, the Python kernels pack none (the C runtime's SIMD
+        fast paths do: CInterpreter.packed_weights_bytes). None before allocate_tensors."""
+        return None if self._p is None else 0
+
+    @property
+    def num_threads(self) -> int:
+        """Threads the kernels may use inside invoke (BLAS, edge_sdk.runtime.kernels.blas); results are the same
+        for any count."""
+        return self._threads
+
+    @property
     def memory_plan(self) -> str | None:
         """The arena plan allocate_tensors built (REALISED_PLANS): "layer" (layer by layer), "inplace" (in-place
         RESHAPE / PAD / int8 depthwise, see inplace_aliases; +0 MACs) or "patch" (memory="min" found a patch stage
@@ -387,35 +399,29 @@ class Interpreter:
             if any(d is delegate for delegate, _ in delegated):
                 d.check_available()
         spans: dict = {}
-        pad_folds: list = []
         requests = buffer_requests(
             self._model, p.infos, [(part, delegate.holds_internal_tensors) for delegate, part in delegated],
-            spans=spans, pad_folds=pad_folds,
+            spans=spans,
         )
         for r in requests:
             if r.size > MAX_ARENA_BYTES:
                 raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
-        self._memory_plan = "layer"
-        p.patch = None
-        if not delegated:  # the planner's tensor plan for memory= (the layer plan, planned once, under every plan)
-            chosen = _planner.plan_tensors(self._model, p.infos, self._memory, self._patch_ops, requests=requests,
-                                           spans=spans)
-            plan, p.patch, self._memory_plan = chosen.arena, chosen.stage, chosen.memory_plan
-            if self._memory != "layer" and chosen.memory_plan == "layer":  # nothing in place, or it saves nothing
-                log.debug(f"memory={self._memory!r}: no in-place plan needs less than the layer-by-layer plan; "
-                          "using the layer plan")
-        else:
-            if self._memory != "layer":  # delegates run whole partitions over their boundary tensors
-                log.warning(f"memory={self._memory!r} with delegate partitions: using the layer-by-layer plan")
-            plan = _arena.plan(requests)
+        # the planner's tensor plan for memory= (the layer plan, planned once, under every plan; with delegates)
+        chosen = _planner.plan_tensors(self._model, p.infos, self._memory, self._patch_ops, requests=requests,
+                                       spans=spans, delegated=bool(delegated))
+        plan, p.patch, self._memory_plan, pad_folds = chosen.arena, chosen.stage, chosen.memory_plan, chosen.pad_folds
+        if self._memory != "layer" and delegated:  # delegates run whole partitions over their boundary tensors
+            log.warning(f"memory={self._memory!r} with delegate partitions: using the layer-by-layer plan")
+        elif self._memory != "layer" and chosen.memory_plan == "layer":  # nothing in place, or it saves nothing
+            log.debug(f"memory={self._memory!r}: no in-place plan needs less than the layer-by-layer plan; "
+                      "using the layer plan")
         if self._budget is not None and plan.total > self._budget:
             raise ArenaTooSmallError(plan.total, self._budget)
         if plan.total > MAX_ARENA_BYTES:
             raise ModelError(f"the model needs a {plan.total} byte arena, above the {MAX_ARENA_BYTES} byte limit")
-        if p.patch is None:  # the plan's PAD folds (buffer_requests: none with delegates; a patch plan folds none)
-            for f in pad_folds:
-                p.nodes[f.subgraph][f.conv] = _prepare_folded_conv(p.nodes[f.subgraph][f.conv], p.infos[f.subgraph], f)
-                p.pad_folds[(f.subgraph, f.pad)] = f
+        for f in pad_folds:  # the plan's PAD folds (none with delegates, none under a patch stage: the planner's)
+            p.nodes[f.subgraph][f.conv] = _prepare_folded_conv(p.nodes[f.subgraph][f.conv], p.infos[f.subgraph], f)
+            p.pad_folds[(f.subgraph, f.pad)] = f
         p.plan = plan
         p.arena = np.zeros(plan.total, np.uint8)
         for d, part in delegated:

@@ -24,7 +24,7 @@ from edge_sdk import log, resources
 from edge_sdk.errors import BuildError, ModelError
 from edge_sdk.runtime import c_build
 from edge_sdk.runtime.c_status import STATUS, status_name
-from edge_sdk.runtime.planner import MEMORY_PLANS
+from edge_sdk.runtime.planner import MEMORY_PLANS, c_runner_flags
 
 # `edge check` on a C target: the C runtime's own loader, prepare and planner, built as that target (its type
 # switches, its pointer size and struct layout) and run once without invoking. A 32-bit microcontroller's
@@ -227,9 +227,7 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
         prefix = [shutil.which(QEMU_AARCH64) or QEMU_AARCH64, "-cpu", cpu if cpu in QEMU_AARCH64_CPUS else "max"]
     if memory not in MEMORY_PLANS:
         raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
-    memory_flag = ["--memory-min"] if memory in ("inplace", "min") else []
-    if memory == "min" and patch is not None:  # edge_init_patch's stage and grid (a patching.PatchPlan)
-        memory_flag += ["--patch", f"{patch.nodes[0]},{patch.nodes[-1]},{patch.grid[0]},{patch.grid[1]}"]
+    memory_flag = c_runner_flags(memory, patch)  # edge_init_patch's stage and grid (a patching.PatchPlan)
     with tempfile.TemporaryDirectory(prefix="edge-check-") as tmp:
         model = Path(tmp) / "model.tflite"
         model.write_bytes(data)

@@ -243,10 +243,7 @@ class _Runner:
     def packed_weights_bytes(self) -> int | None:
         """The C runtime's packed weight copies (not in arena_bytes, issue 23 point 5); 0 for the Python
         interpreter (none), None for LiteRT (not known)."""
-        if self.backend == "python":
-            return 0
-        size = getattr(self.interp, "packed_weights_bytes", None)
-        return int(size) if isinstance(size, int) else None
+        return self.interp.packed_weights_bytes if self.backend in ("python", "c") else None  # ours: its own
 
 
 def _op_facts(interp, subgraph: int = 0) -> tuple[list, list]:
