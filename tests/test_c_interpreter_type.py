@@ -63,7 +63,6 @@ C_RUNTIME_ONLY = {
     "error": "the C runtime's error record (status, node, offset...); the Python interpreter raises its errors",
     "plan_info": "the C plan's figures (tensor_total, high_water, persistent...); Python: arena_plan()",
     "plan_entries": "the C plan's buffers as the C runtime placed them; Python: arena_plan()",
-    "arena_parts": "the C arena's parts (persistent structs, fast-path scratch); the Python arena is its tensor plan",
     "enable_trace": "the C runtime's own op timer; Python: invoke_profiled()",
     "trace": "the C runtime's own op timer's records; Python: invoke_profiled()",
 }
@@ -81,6 +80,8 @@ def test_both_backends_have_the_same_public_surface():
     assert it.packed_weights_bytes is None and it.num_threads == 2
     it.allocate_tensors()
     assert it.packed_weights_bytes == 0
+    assert it.arena_parts() == {"tensors": it.arena_size, "scratch": 0, "fast_path_scratch": 0, "persistent": 0,
+                                "alignment": 0, "init_extra": 0, "packed_weights": 0}
 
 
 @needs_c_runtime

@@ -329,6 +329,15 @@ class Interpreter:
         """Bytes the arena plan uses (None before allocate_tensors)."""
         return None if self._p is None else self._p.plan.total
 
+    def arena_parts(self) -> dict | None:
+        """arena_size broken down, in bytes, with the C runtime's keys (CInterpreter.arena_parts): the Python
+        arena is its tensor plan alone (its kernels' temporaries are numpy arrays outside it, no persistent
+        structs, no packed weights). None before allocate_tensors."""
+        if self._p is None:
+            return None
+        return {"tensors": self._p.plan.total, "scratch": 0, "fast_path_scratch": 0, "persistent": 0,
+                "alignment": 0, "init_extra": 0, "packed_weights": 0}
+
     @property
     def packed_weights_bytes(self) -> int | None:
         """Bytes of the arena holding packed weight copies: 0, the Python kernels pack none (the C runtime's SIMD
