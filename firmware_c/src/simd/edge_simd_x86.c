@@ -211,7 +211,7 @@ T_VNNI static INLINE __m512i rq512_apply(__m512i acc, const rq512_t *c) {
     return _mm512_min_epi32(_mm512_max_epi32(q, c->lo), c->hi);
 }
 
-/* The output step of the VNNI tiles (vnni_tile, qconv_tile): acc[r][b] (+ bias) requantized into y's row r at
+/* The output step of the VNNI tiles (vnni_tile, qconv_tile): acc[r][b] (its sums from the bias) requantized into y's row r at
  * columns (j + b) * 16 .., for the rows RCOND keeps, blocks [0, NB), nvalid columns valid from j * 16. Pairs of
  * whole blocks go through rq512_pack2 (32 bytes a store) when the output's zero point and clamp are int8's, the
  * others (a last odd or partial block) through rq512_apply and a masked 16-byte store. b, r, acc, g, bias, mul, rs,
@@ -224,8 +224,6 @@ T_VNNI static INLINE __m512i rq512_apply(__m512i acc, const rq512_t *c) {
         for (b = 0; b < 4; b += 2) {                                                                         \
             if (pairs && b + 1 < NB && nvalid - b * VNNI_NB >= 2 * VNNI_NB) {                                \
                 const int32_t c0 = (j + b) * VNNI_NB;                                                        \
-                const __m512i bv0 = _mm512_loadu_si512((const void *)(bias + c0));                           \
-                const __m512i bv1 = _mm512_loadu_si512((const void *)(bias + c0 + VNNI_NB));                 \
                 const rq512_t rq0 = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),                 \
                                                _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi); \
                 const rq512_t rq1 = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0 + VNNI_NB)),       \
@@ -237,8 +235,8 @@ T_VNNI static INLINE __m512i rq512_apply(__m512i acc, const rq512_t *c) {
                 for (r = 0; r < RMAX; r++)                                                                   \
                     if (RCOND)                                                                               \
                         _mm256_storeu_si256((__m256i *)(y + (int64_t)r * ldy + c0),                          \
-                                            rq512_pack2(rq512_scaled(_mm512_add_epi32(acc[r][b], bv0), &rq0), \
-                                                        rq512_scaled(_mm512_add_epi32(acc[r][b + 1], bv1), &rq1), \
+                                            rq512_pack2(rq512_scaled(acc[r][b], &rq0),                       \
+                                                        rq512_scaled(acc[r][b + 1], &rq1),                   \
                                                         zp16, lo8, hi8));                                    \
                 done |= 3u << b;                                                                             \
             }                                                                                                \
@@ -247,7 +245,6 @@ T_VNNI static INLINE __m512i rq512_apply(__m512i acc, const rq512_t *c) {
         for (b = 0; b < 4; b++) {                                                                            \
             if (b < NB && !(done >> b & 1u)) {                                                               \
                 const int32_t c0 = (j + b) * VNNI_NB, left = nvalid - b * VNNI_NB;                           \
-                const __m512i bv = _mm512_loadu_si512((const void *)(bias + c0));                            \
                 const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),                  \
                                               _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi); \
                 const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);      \
@@ -255,7 +252,7 @@ T_VNNI static INLINE __m512i rq512_apply(__m512i acc, const rq512_t *c) {
                 for (r = 0; r < RMAX; r++)                                                                   \
                     if (RCOND)                                                                               \
                         _mm_mask_storeu_epi8((void *)(y + (int64_t)r * ldy + c0), mask,                      \
-                                             _mm512_cvtepi32_epi8(rq512_apply(_mm512_add_epi32(acc[r][b], bv), &rq))); \
+                                             _mm512_cvtepi32_epi8(rq512_apply(acc[r][b], &rq)));              \
             }                                                                                                \
         }                                                                                                    \
     } while (0)
@@ -282,8 +279,8 @@ T_VNNI static INLINE void vnni_tile(const edge_simd_qgemm_t *g, const uint8_t *a
     GEMM_UNROLL_MR
     for (r = 0; r < GEMM_MR; r++)
         GEMM_UNROLL_NB
-        for (b = 0; b < 4; b++)
-            if (r < MR && b < NB) acc[r][b] = _mm512_setzero_si512();
+        for (b = 0; b < 4; b++) /* the sums start at the bias (int32 adds in any order: the same sums) */
+            if (r < MR && b < NB) acc[r][b] = _mm512_loadu_si512((const void *)(bias + (j + b) * VNNI_NB));
     for (s = 0; s < steps; s++, w += 64, a += 4 * GEMM_MR) {
         GEMM_UNROLL_NB
         for (b = 0; b < 4; b++)
@@ -539,7 +536,8 @@ T_VNNI static INLINE void qconv_tile(const edge_simd_qconv_t *q, const int8_t *x
     QCONV_UNROLL_MR
     for (r = 0; r < QCONV_MR; r++)
         QCONV_UNROLL_NB
-        for (b = 0; b < QCONV_NB; b++) acc[r][b] = _mm512_setzero_si512();
+        for (b = 0; b < QCONV_NB; b++) /* the sums start at the bias (int32 adds in any order: the same sums) */
+            acc[r][b] = b < NB ? _mm512_loadu_si512((const void *)(bias + (j + b) * VNNI_NB)) : _mm512_setzero_si512();
     for (fy = 0; fy < q->kh; fy++) {
         for (fx = 0; fx < q->kw; fx++) {
             if (MODE == QCONV_ROW) { /* every tap inside, the pixels sxb bytes apart */
