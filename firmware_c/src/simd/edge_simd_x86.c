@@ -587,11 +587,30 @@ T_VNNI static INLINE void qconv_tile(const edge_simd_qconv_t *q, const int8_t *x
     VNNI_REQUANT_STORE(QCONV_UNROLL_MR, QCONV_UNROLL_NB, QCONV_MR, r < mr);
 }
 
+/* A 1x1 filter's one output pixel (a 1x1 input: squeeze-excite and classifier convs, 576 -> 1024 and the like):
+ * its packed filter is the GEMM's layout (one tap, cpad = kpad), so the pixel's c bytes flipped to u8 run through
+ * vnni_row, two blocks and four sums at a time. qconv_tile's one row was a chain of c / 4 VPDPBUSD per block
+ * beside four weight streams kpad * 16 bytes apart. Returns 0 when it does not apply. */
+#define QCONV_ONE_MAX 4096
+T_VNNI static int qconv_one_pixel(const edge_simd_qconv_t *q, const int8_t *x, int32_t p, int8_t *y) {
+    const int32_t row = q->rows[(int64_t)(p / q->ow) * q->kh], col = q->cols[(int64_t)(p % q->ow) * q->kw];
+    const int32_t jend = q->g.npad / VNNI_NB;
+    uint8_t a[QCONV_ONE_MAX];
+    int32_t i, j;
+    if (q->kh != 1 || q->kw != 1 || q->cpad > QCONV_ONE_MAX || row < 0 || col < 0) return 0;
+    for (i = 0; i < q->c; i++) a[i] = (uint8_t)(x[(int64_t)row + col + i] ^ 0x80);
+    for (; i < q->cpad; i++) a[i] = 0x80; /* times the filter's zero padding */
+    for (j = 0; j < jend; j += ROW_NB)
+        vnni_row(&q->g, a, j, jend - j < ROW_NB ? jend - j : ROW_NB, q->g.n - j * VNNI_NB, y + (int64_t)p * q->g.n);
+    return 1;
+}
+
 T_VNNI static void qconv_vnni(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y) {
     const int32_t o = q->g.n, jend = q->g.npad / VNNI_NB;
     const int32_t *ry[QCONV_MR], *cx[QCONV_MR];
     int32_t p, r, j;
     int32_t oy = p0 / q->ow, ox = p0 % q->ow;
+    if (p1 - p0 == 1 && qconv_one_pixel(q, x, p0, y)) return;
     for (p = p0; p < p1; p += QCONV_MR) {
         const int32_t mr = p1 - p < QCONV_MR ? p1 - p : QCONV_MR;
         const int32_t *rw = q->rows + (int64_t)oy * q->kh, *cl = q->cols + (int64_t)ox * q->kw;
