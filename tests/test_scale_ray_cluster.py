@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import signal
+import socket
 import shutil
 import subprocess
 import sys
@@ -71,8 +72,8 @@ class Cluster:
         self.port = free_port()
         self.client_port = free_port() if HAS_RAY_CLIENT else None
         self.address = f"127.0.0.1:{self.port}"
-        self.env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32),
-                        PYTHONPATH=os.pathsep.join([str(pythonpath)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+        path = os.pathsep.join([str(pythonpath)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+        self.env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32), PYTHONPATH=path)
         self.tmp, self.procs = tmp, []
         # Ray's sockets live under its temp dir, and a socket's path is at most 107 bytes: a short one under /tmp
         self.ray_tmp = Path(tempfile.mkdtemp(prefix="edge-ray-", dir="/tmp"))
@@ -105,8 +106,6 @@ class Cluster:
         while True:  # the head's GCS port first: ray.init on a port nothing listens at retries for minutes
             assert all(p.poll() is None for p in self.procs), self.logs()
             try:
-                import socket
-
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
                 break
             except OSError:
@@ -234,3 +233,28 @@ def test_a_node_with_other_edge_sdk_code_is_refused_in_one_line(tmp_path):
         assert "other edge-sdk code" in r.stderr and str(other) in r.stderr
     finally:
         c.stop()
+
+
+@pytest.mark.slow
+def test_bench_matrix_on_a_cluster_joined_by_address(cluster, tmp_path):
+    """`edge bench --matrix --ray HOST:PORT` (1 model x 2 precisions x 2 targets): the conversions and cells run on
+    the cluster's workers; every cell equals the one-process one but for timings and the process's own figures."""
+    from edge_sdk.tools import bench_matrix as bm
+
+    src = tmp_path / "cnn.tflite"
+    src.write_bytes(small_cnn(seed=2))
+    calib = tmp_path / "calib.npy"
+    np.save(calib, np.random.default_rng(6).standard_normal((12, 1, SIZE, SIZE, 3)).astype(np.float32))
+    args = ["bench", str(src), "--matrix", "--target", "host-linux", "--target", "raspberry-pi-4", "--precision",
+            "int8", "--precision", "float", "--calib", str(calib), "--runs", "3", "--warmup", "0", "--profile-runs",
+            "1", "--json"]
+    on_ray = _edge(["-v"] + args + ["--ray", cluster.address], cluster.env, tmp_path)
+    here = _edge(args, cluster.env, tmp_path)
+    assert on_ray.returncode == 0 and here.returncode == 0, on_ray.stderr[-2000:] + here.stderr[-2000:]
+    assert "2 workers on 2 node(s)" in on_ray.stderr
+    cells_ray, cells_here = json.loads(on_ray.stdout)["cells"], json.loads(here.stdout)["cells"]
+    assert [(c["precision"], c["target"]) for c in cells_here] == [
+        (p, t) for p in ("int8", "float") for t in ("host-linux", "raspberry-pi-4")]
+    for r, h in zip(cells_ray, cells_here, strict=True):
+        assert "error" not in r and r["check"]["verdict"] == "runs"
+        assert bm.comparable(r) == bm.comparable(h)
