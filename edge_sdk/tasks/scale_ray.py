@@ -23,6 +23,10 @@ subsample, float sums depend on order), which here is the shard id, not the orde
 worker is Ray's own actor restart and task retry (``max_restarts`` / ``max_task_retries``), the same mechanism
 Ray Data's actor pool uses, with the shard's result stored under its id once.
 
+Joining a cluster (``address``): a HOST:PORT nothing answers at fails in seconds (a TCP probe; ray.init retries
+it for minutes), and every worker must import the same edge-sdk sources as this process (``code_fingerprint``):
+a node with another install is refused, never computed with.
+
 Ray is an optional extra (``pip install 'edge-sdk[ray]'``): without it ``cluster`` raises a UsageError naming
 the install line (exit 2).
 """
