@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import hashlib
+import importlib.util
 import os
 import socket
 from collections.abc import Callable, Iterable, Iterator
@@ -172,17 +173,18 @@ def code_fingerprint() -> str:
     with. A version number is not enough: two checkouts of one version can differ."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
-        import converters
-        import edge_sdk
-
         digest = hashlib.sha256()
-        for package in (edge_sdk, converters):
-            top = os.path.dirname(os.path.abspath(package.__file__))
+        for name in ("edge_sdk", "converters"):  # found, not imported (tasks/ does not import converters)
+            spec = importlib.util.find_spec(name)
+            locations = list(spec.submodule_search_locations or []) if spec else []
+            if not locations:
+                continue
+            top = locations[0]
             files = sorted(os.path.relpath(os.path.join(d, f), top) for d, _, names in os.walk(top)
                            for f in names if f.endswith(".py"))
             for rel in files:
                 with open(os.path.join(top, rel), "rb") as f:
-                    digest.update(f"{package.__name__}/{rel}\0".encode() + f.read() + b"\0")
+                    digest.update(f"{name}/{rel}\0".encode() + f.read() + b"\0")
         _FINGERPRINT = digest.hexdigest()
     return _FINGERPRINT
 
