@@ -258,3 +258,17 @@ def test_bench_matrix_on_a_cluster_joined_by_address(cluster, tmp_path):
     for r, h in zip(cells_ray, cells_here, strict=True):
         assert "error" not in r and r["check"]["verdict"] == "runs"
         assert bm.comparable(r) == bm.comparable(h)
+
+
+@pytest.mark.slow
+def test_a_process_without_the_cluster_token_is_told_so(cluster, tmp_path):
+    """Token authentication on (the cluster's), no token here: exit 2, the last line names RAY_AUTH_TOKEN (Ray's
+    own C++ client logs each refused retry on stderr before it, ~20 s of them: not ours to silence)."""
+    fpath = _fc_model(tmp_path)
+    data, _, _ = _data(tmp_path)
+    env = dict(cluster.env, RAY_AUTH_MODE="disabled", HOME=str(tmp_path))  # no ~/.ray/auth_token either
+    env.pop("RAY_AUTH_TOKEN")
+    r = _edge(["evaluate", str(fpath), "--data", str(data), "--ray", cluster.address], env, tmp_path, timeout=120)
+    assert r.returncode == 2, r.stderr[-2000:]
+    last = r.stderr.strip().splitlines()[-1]
+    assert "token" in last and "RAY_AUTH_TOKEN" in last and cluster.address in last and "Traceback" not in r.stderr

@@ -94,7 +94,21 @@ def _init(ray, address: str | None, workers: int | None) -> None:
         else:
             ray.init(num_cpus=workers or os.cpu_count() or 1, **kwargs)
     except (ConnectionError, RuntimeError, ValueError) as exc:
+        if _refused_token(exc):
+            raise UsageError(f"--ray {address}: the cluster refused this process's token (Ray's token "
+                             "authentication): give the cluster's token as RAY_AUTH_TOKEN or in ~/.ray/auth_token") \
+                from None
         raise UsageError(f"--ray {address or ''}: Ray did not start: {str(exc).splitlines()[0]}") from None
+
+
+def _refused_token(exc: BaseException | None) -> bool:
+    """Whether ray.init failed on token authentication (Ray 2.60 says it only in a cause's text: a ConnectionError
+    caused by a RuntimeError that quotes the GCS client's InvalidAuthToken)."""
+    while exc is not None:
+        if "InvalidAuthToken" in str(exc) or type(exc).__name__ == "AuthenticationError":
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _answers(address: str, timeout_s: float = 3.0) -> None:
