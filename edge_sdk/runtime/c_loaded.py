@@ -23,10 +23,37 @@ C_MODEL_CACHE = "c-loaded-models"
 
 
 def needs_prepare(model: Model) -> bool:
-    """Whether the bytes the C runtime loads need the Python prepare's shapes and values (a SHAPE / RANK op, a
-    subgraph call); without one the C prepare sizes every tensor from the inputs' declared shapes itself."""
+    """Whether the bytes the C runtime loads need the Python prepare's shapes and values: a SHAPE / RANK op, a
+    subgraph call, or a parameter (an op row's ``params``: FILL's dims, PAD's paddings, ...) computed from
+    constants alone (PACK / CONCATENATION of constants, as PyTorch's LiteRT converter and onnx2tf write them),
+    which the C kernels read only from a constant. Without one the C prepare sizes every tensor from the inputs'
+    declared shapes itself, and the model loads as it is (a float16 DEQUANTIZE model pays no Python prepare).
+    One walk over the nodes; no kernel runs here."""
     rows = [op_table.row(c.name) for c in model.operator_codes]
-    return bool(model.subgraphs) and any(r.shape_only or r.subgraphs for r in rows)
+    if not model.subgraphs:
+        return False
+    return any(r.shape_only or r.subgraphs for r in rows) or any(
+        _computed_parameter(model, s) for s in range(len(model.subgraphs)))
+
+
+def _computed_parameter(model: Model, s: int) -> bool:
+    """Whether a node of subgraph ``s`` reads a parameter input (its row's ``params``) that no buffer holds but
+    nodes compute from constants alone (pure ops: no state, no draws, no data-sized outputs, no calls)."""
+    sg = model.subgraphs[s]
+    from_constants = {t for t, tensor in enumerate(sg.tensors)
+                      if model.buffers[tensor.buffer].data and not tensor.is_variable}
+    computed = set()
+    for op in sg.operators:
+        r = op_table.row(model.op_name(op))
+        if any(k < len(op.inputs) and op.inputs[k] in computed for k in r.params):
+            return True
+        pure = not (r.effects or r.random or r.data_sized or r.subgraphs)
+        ins = [t for t in op.inputs if t >= 0]
+        if pure and ins and all(t in from_constants for t in ins):
+            new = {t for t in op.outputs if t >= 0}
+            from_constants |= new
+            computed |= new
+    return False
 
 
 def _prepare_report(model: Model):
