@@ -4,8 +4,8 @@ check's C runner, edge flash's firmware, edge profile's board, edge export's fol
 ``c_model`` / ``c_bytes`` / ``c_path`` give a .tflite as the C runtime (no dynamic tensors, no UINT8 presentation of
 its own) runs it: legacy UINT8 tensors presented as INT8 (edge_sdk.runtime.uint8.present), every tensor declared at
 the shape the Python prepare gives it and every value its shape arithmetic computes a constant its readers read
-(edge_sdk.runtime.shape_arithmetic.c_loaded, over this module's ``_prepare_report``: the Python interpreter's
-prepare, subgraphs included).
+(edge_sdk.runtime.shape_arithmetic.c_loaded, over this module's ``_prepared``: the Python interpreter's
+prepare, subgraphs included, with a copy of a subgraph per call site that passes it other shapes).
 """
 
 from __future__ import annotations
@@ -56,18 +56,21 @@ def _computed_parameter(model: Model, s: int) -> bool:
     return False
 
 
-def _prepare_report(model: Model):
-    """The Python interpreter's prepare_report of ``model`` at its declared shapes, or None when there is nothing
-    for shape_arithmetic.c_loaded to evaluate (``needs_prepare``) or the model is malformed (the C loader says
-    what and where, in its own words)."""
+def _prepared(model: Model):
+    """(the model as the Python interpreter prepared it, its prepare_report) at the declared shapes: ``model``,
+    with a copy of a callee per call site that passes it other shapes (kernels.control_flow.CallSiteShapes); or
+    (``model``, None) when there is nothing for shape_arithmetic.c_loaded to evaluate (``needs_prepare``) or the
+    model is malformed (the C loader says what and where, in its own words)."""
     from edge_sdk.runtime.interpreter import Interpreter
 
     if not needs_prepare(model):
-        return None
+        return model, None
     try:
-        return Interpreter(model=model).prepare_report()
+        interp = Interpreter(model=model)
+        report = interp.prepare_report()
     except Exception:  # noqa: BLE001 - see above
-        return None
+        return model, None
+    return interp.model, report
 
 
 def c_model(model: Model | None, data: bytes) -> tuple[Model | None, bytes, frozenset]:
@@ -87,7 +90,7 @@ def c_model(model: Model | None, data: bytes) -> tuple[Model | None, bytes, froz
         except Exception:  # the C loader reports a malformed file in its own words (edge_load's status)
             return None, data, frozenset()
     presented, chosen = present(source)
-    loaded = c_loaded(presented, _prepare_report(presented))
+    loaded = c_loaded(*_prepared(presented))
     if not chosen and loaded is presented:
         return model, data, chosen
     return presented, write_model(loaded), chosen
