@@ -208,3 +208,21 @@ def test_a_while_body_that_changes_a_loop_variables_shape_is_refused_in_one_line
     assert "\n" not in text and "node 0 (WHILE" in text, text
     if runtime == "python":
         assert "body subgraph 2 output 0 'twice' has shape (1, 4)" in text, text
+
+
+def test_edge_check_on_a_microcontroller_runs_branches_shared_at_other_shapes():
+    """`edge check MODEL --target stm32f746-disco` of an int8 model whose two IF nodes share branches at lengths 6
+    and 3: the C runtime's own prepare (board layout) takes the copies; its tensor plan is the Python
+    interpreter's of the bytes it loads (was: refused, 'a branch input differs from the node's input')."""
+    from edge_sdk.targets import c_check
+    from edge_sdk.targets.check import check_model
+    from tests.conftest import require_c_runtime
+
+    require_c_runtime()
+    model = if_at_lengths((6, 3), "INT8")
+    assert check_model(model, "stm32f746-disco", stack=False).verdict == "runs"
+    plan = c_check.target_plan(model, c_check.HOST)
+    assert plan.ok, plan.message
+    python = Interpreter(model_content=c_bytes(model)[0])
+    python.allocate_tensors()
+    assert plan.figures["tensor_total"] == python.arena_plan().total
