@@ -169,7 +169,8 @@ def test_a_resized_input_gives_only_the_call_site_it_reaches_a_copy(runtime):
 
 
 def test_call_sites_past_the_copy_bound_are_refused_in_one_line(runtime, monkeypatch):
-    """Past MAX_CALL_SITE_COPIES (here 2: both branches for the second IF) the third IF at other shapes is a ModelError naming both calls."""
+    """Past MAX_CALL_SITE_COPIES (here 2: both branches for the second IF) the third IF at other shapes is a
+    ModelError naming both calls."""
     monkeypatch.setattr(control_flow, "MAX_CALL_SITE_COPIES", 2)  # the branches of one IF
     interp = Interpreter(model_content=if_at_lengths((6, 3, 2)), backend=runtime)
     with pytest.raises(ModelError) as err:
