@@ -741,29 +741,7 @@ def test_a_branch_that_cannot_run_at_its_placeholder_shape_runs_at_the_callers(r
         assert plan.ok, plan.message
 
 
-def test_one_subgraph_called_at_two_shapes_is_refused_naming_both_calls(runtime):
-    """Two IF nodes pass [1, 6, 4] and [1, 3, 4] to the same branches: a subgraph runs at one set of input shapes
-    here (LiteRT would re-prepare it at each call): one ModelError line naming both call sites."""
-    g = GraphBuilder()
-    cond = g.input("cond", (1,), "BOOL")
-    x6, x3 = g.input("x6", (1, 6, 4), "FLOAT32"), g.input("x3", (1, 3, 4), "FLOAT32")
-    then, other = g.subgraph("then"), g.subgraph("else")
-    for sub, op in ((then, "ADD"), (other, "MUL")):
-        a = sub.input("a", (1, 6, 4), "FLOAT32")
-        b = sub.tensor("b", (1, 6, 4), "FLOAT32")
-        sub.op(op, [a, a], [b], fused_activation_function="NONE")
-        sub.output(b)
-    for name, x, n in (("y6", x6, 6), ("y3", x3, 3)):
-        y = g.tensor(name, (1, n, 4), "FLOAT32")
-        g.op("IF", [cond, x], [y], then_subgraph_index=then.index, else_subgraph_index=other.index)
-        g.output(y)
-    interp = Interpreter(model_content=write_model(g.build()), backend=runtime)
-    with pytest.raises(ModelError) as err:
-        interp.allocate_tensors()
-    text = str(err.value)
-    assert "\n" not in text and "node 1 (IF" in text, text
-    if runtime == "python":  # the C runtime's IF: "a branch input differs from the node's input ... (static shapes)"
-        assert "node 0 (IF" in text and "input shapes [[1, 3, 4]]" in text and "[[1, 6, 4]]" in text, text
+# One subgraph called at two shape sets (each call site gets a copy of its own): tests/test_call_site_shapes.py
 
 
 @pytest.mark.slow

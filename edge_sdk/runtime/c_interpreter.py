@@ -990,10 +990,11 @@ class CInterpreter(Interpreter, backend="c"):
         if not _c_loaded.needs_prepare(model):  # the C prepare sizes the rest from the inputs' declared shapes
             return with_shapes(model, self._resized)
         try:
-            report = self._python(allocate=False).prepare_report()
+            shadow = self._python(allocate=False)
+            report = shadow.prepare_report()
         except ModelError:
             return model
-        return c_loaded(model, report)
+        return c_loaded(shadow.model, report)  # its model: a callee copied per call site at other shapes
 
     def _python(self, allocate: bool = True) -> Interpreter:
         """A Python Interpreter of the same model at the same input shapes (made once per shape)."""

@@ -4,8 +4,8 @@ check's C runner, edge flash's firmware, edge profile's board, edge export's fol
 ``c_model`` / ``c_bytes`` / ``c_path`` give a .tflite as the C runtime (no dynamic tensors, no UINT8 presentation of
 its own) runs it: legacy UINT8 tensors presented as INT8 (edge_sdk.runtime.uint8.present), every tensor declared at
 the shape the Python prepare gives it and every value its shape arithmetic computes a constant its readers read
-(edge_sdk.runtime.shape_arithmetic.c_loaded, over this module's ``_prepare_report``: the Python interpreter's
-prepare, subgraphs included).
+(edge_sdk.runtime.shape_arithmetic.c_loaded, over this module's ``_prepared``: the Python interpreter's
+prepare, subgraphs included, with a copy of a subgraph per call site that passes it other shapes).
 """
 
 from __future__ import annotations
@@ -23,24 +23,54 @@ C_MODEL_CACHE = "c-loaded-models"
 
 
 def needs_prepare(model: Model) -> bool:
-    """Whether the bytes the C runtime loads need the Python prepare's shapes and values (a SHAPE / RANK op, a
-    subgraph call); without one the C prepare sizes every tensor from the inputs' declared shapes itself."""
+    """Whether the bytes the C runtime loads need the Python prepare's shapes and values: a SHAPE / RANK op, a
+    subgraph call, or a parameter (an op row's ``params``: FILL's dims, PAD's paddings, ...) computed from
+    constants alone (PACK / CONCATENATION of constants, as PyTorch's LiteRT converter and onnx2tf write them),
+    which the C kernels read only from a constant. Without one the C prepare sizes every tensor from the inputs'
+    declared shapes itself, and the model loads as it is (a float16 DEQUANTIZE model pays no Python prepare).
+    One walk over the nodes; no kernel runs here."""
     rows = [op_table.row(c.name) for c in model.operator_codes]
-    return bool(model.subgraphs) and any(r.shape_only or r.subgraphs for r in rows)
+    if not model.subgraphs:
+        return False
+    return any(r.shape_only or r.subgraphs for r in rows) or any(
+        _computed_parameter(model, s) for s in range(len(model.subgraphs)))
 
 
-def _prepare_report(model: Model):
-    """The Python interpreter's prepare_report of ``model`` at its declared shapes, or None when there is nothing
-    for shape_arithmetic.c_loaded to evaluate (``needs_prepare``) or the model is malformed (the C loader says
-    what and where, in its own words)."""
+def _computed_parameter(model: Model, s: int) -> bool:
+    """Whether a node of subgraph ``s`` reads a parameter input (its row's ``params``) that no buffer holds but
+    nodes compute from constants alone (pure ops: no state, no draws, no data-sized outputs, no calls)."""
+    sg = model.subgraphs[s]
+    from_constants = {t for t, tensor in enumerate(sg.tensors)
+                      if model.buffers[tensor.buffer].data and not tensor.is_variable}
+    computed = set()
+    for op in sg.operators:
+        r = op_table.row(model.op_name(op))
+        if any(k < len(op.inputs) and op.inputs[k] in computed for k in r.params):
+            return True
+        pure = not (r.effects or r.random or r.data_sized or r.subgraphs)
+        ins = [t for t in op.inputs if t >= 0]
+        if pure and ins and all(t in from_constants for t in ins):
+            new = {t for t in op.outputs if t >= 0}
+            from_constants |= new
+            computed |= new
+    return False
+
+
+def _prepared(model: Model):
+    """(the model as the Python interpreter prepared it, its prepare_report) at the declared shapes: ``model``,
+    with a copy of a callee per call site that passes it other shapes (kernels.control_flow.CallSiteShapes); or
+    (``model``, None) when there is nothing for shape_arithmetic.c_loaded to evaluate (``needs_prepare``) or the
+    model is malformed (the C loader says what and where, in its own words)."""
     from edge_sdk.runtime.interpreter import Interpreter
 
     if not needs_prepare(model):
-        return None
+        return model, None
     try:
-        return Interpreter(model=model).prepare_report()
+        interp = Interpreter(model=model)
+        report = interp.prepare_report()
     except Exception:  # noqa: BLE001 - see above
-        return None
+        return model, None
+    return interp.model, report
 
 
 def c_model(model: Model | None, data: bytes) -> tuple[Model | None, bytes, frozenset]:
@@ -60,7 +90,7 @@ def c_model(model: Model | None, data: bytes) -> tuple[Model | None, bytes, froz
         except Exception:  # the C loader reports a malformed file in its own words (edge_load's status)
             return None, data, frozenset()
     presented, chosen = present(source)
-    loaded = c_loaded(presented, _prepare_report(presented))
+    loaded = c_loaded(*_prepared(presented))
     if not chosen and loaded is presented:
         return model, data, chosen
     return presented, write_model(loaded), chosen

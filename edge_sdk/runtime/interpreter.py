@@ -91,6 +91,7 @@ from edge_sdk.runtime.shape_arithmetic import know_at_prepare
 from edge_sdk.runtime.delegates.base import CPU, assign_backends, limit_runs, plan_partitions
 from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.runtime.kernels import blas as _blas
+from edge_sdk.runtime.kernels import control_flow as _control_flow
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
 from edge_sdk.model.types import TENSOR_TYPES, Model
 
@@ -289,8 +290,8 @@ class Interpreter:
         shapes. As LiteRT (its IF / WHILE resize the callee's inputs to the caller's and re-prepare it), the
         callee, prepared first at its declared shapes, is prepared again at these when they differ (its callees
         in turn); a model resized to another input length then runs its branches and loop bodies at that length.
-        A subgraph runs at one set of input shapes: two call sites asking for different ones are a ModelError
-        naming both."""
+        A subgraph runs at one set of input shapes: a second call site asking for others gets a copy of its own
+        (kernels.control_flow.CallSiteShapes, handled by _prepare_in_call_order)."""
         st = self._callee_prepare
         s, sg = int(subgraph_index), self._model.subgraphs[int(subgraph_index)]
         want = tuple(tuple(int(d) for d in shape) for shape in shapes)
@@ -298,9 +299,11 @@ class Interpreter:
             return  # not preparing, or the caller's count check names the mismatch
         site = (caller.subgraph, caller.index)
         for other, (shapes_there, where) in st.calls.setdefault(s, {}).items():
-            if other != site and shapes_there != want:
-                raise caller.error(f"calls subgraph {s} with input shapes {[list(x) for x in want]}, {where} with "
-                                   f"{[list(x) for x in shapes_there]}: a subgraph runs at one set of input shapes")
+            if other != site and shapes_there != want:  # this site gets a copy of its own (_prepare_in_call_order)
+                raise _control_flow.CallSiteShapes(
+                    f"{caller.where()}: calls subgraph {s} with input shapes {[list(x) for x in want]}, {where} "
+                    f"with {[list(x) for x in shapes_there]}: more call sites at other shapes than the "
+                    f"{_control_flow.MAX_CALL_SITE_COPIES} copies a prepare makes", s, site)
         st.calls[s][site] = (want, caller.where())
         infos = st.infos[s]
         if tuple(tuple(infos[t].shape) for t in sg.inputs) == want:
@@ -449,11 +452,11 @@ class Interpreter:
 
     def _prepare_and_partition(self) -> _Prepared:
         """Steps 1-2 (tensor infos, every node prepared by our kernels) and the partition plan."""
-        model = self._model
         p = _Prepared()
-        for s in range(len(model.subgraphs)):
+        for s in range(len(self._model.subgraphs)):
             p.infos.append(self.tensor_infos(s))
         p.nodes = self._prepare_in_call_order(p.infos)
+        model = self._model  # with a copy of a callee per call site at other shapes (control_flow.CallSiteShapes)
         for s, nodes in enumerate(p.nodes):
             sg = model.subgraphs[s]
             if self._delegates:
@@ -528,7 +531,23 @@ class Interpreter:
 
     def _prepare_in_call_order(self, infos: list[list[TensorInfo]],
                                failures: dict[tuple[int, int], Exception] | None = None) -> list[list[Node]]:
-        """Every subgraph's prepared nodes (by subgraph index), prepared callees first (planner.call_order)."""
+        """Every subgraph's prepared nodes (by subgraph index), prepared callees first (planner.call_order). A call
+        site passing a subgraph other shapes than an earlier one (CallSiteShapes) gets a copy of that subgraph
+        (control_flow.with_call_site_copy: the model gains a subgraph) and everything is prepared again (``infos``
+        refilled, ``failures`` cleared), up to MAX_CALL_SITE_COPIES copies; past them the call is refused."""
+        for _ in range(_control_flow.MAX_CALL_SITE_COPIES):
+            try:
+                return self._prepare_once_in_call_order(infos, failures)
+            except _control_flow.CallSiteShapes as conflict:
+                self._model = _control_flow.with_call_site_copy(self._model, conflict.subgraph, conflict.site)
+                self._call_order = _planner.call_order(self._model)
+                infos[:] = [self.tensor_infos(s) for s in range(len(self._model.subgraphs))]
+                if failures is not None:
+                    failures.clear()
+        return self._prepare_once_in_call_order(infos, failures)
+
+    def _prepare_once_in_call_order(self, infos: list[list[TensorInfo]],
+                                    failures: dict[tuple[int, int], Exception] | None) -> list[list[Node]]:
         nodes: list[list[Node]] = [[] for _ in infos]
         self._infos_in_prepare = infos
         st = self._callee_prepare = _CalleePrepare(infos, nodes, failures)
@@ -603,6 +622,8 @@ class Interpreter:
             )
             try:
                 self._prepare_node(node, op, sg, infos, producer, written, where)
+            except _control_flow.CallSiteShapes:
+                raise  # not this node's failure: _prepare_in_call_order gives it a copy of the callee
             except (ModelError, UnsupportedOpError) as exc:
                 if failures is None:
                     raise

@@ -17,8 +17,12 @@ import dataclasses
 import numpy as np
 
 from edge_sdk.runtime import op_table
-from edge_sdk.model.types import Buffer, Model
+from edge_sdk.model.types import Buffer, Metadata, Model
 from edge_sdk.runtime.kernels.node import Node
+
+# The metadata entry of the bytes the C runtime loads naming the nodes it skips (c_loaded: _skippable); the C
+# loader's EDGE_SKIP_METADATA (firmware_c/include/edge_kernel.h) is this name.
+SKIP_METADATA = "edge_skip_nodes"
 
 # The most elements an output known at prepare may hold (know_at_prepare): shape vectors and scalars, never activations.
 KNOWN_AT_PREPARE_ELEMENTS = 64
@@ -72,7 +76,42 @@ def c_loaded(model: Model, report) -> Model:
         known.update(_known_parameters(model, sg, infos[s], s, first_refused))
     if not shapes and not known:
         return model
-    return _with_known(with_shapes(model, shapes), known, infos)
+    loaded = _with_known(with_shapes(model, shapes), known, infos)
+    return _with_skips(loaded, _skippable(loaded, infos))
+
+
+def _skippable(model: Model, infos) -> list[tuple[int, int]]:
+    """(subgraph, node) of the nodes the C runtime need not run in ``model`` (the bytes it loads, readers rewired
+    to the ``<name>/known`` constants): a pure node whose every output is a value known at prepare, read by no
+    node that runs and no subgraph output (SHAPE -> STRIDED_SLICE -> PACK once RESHAPE reads its shape as a
+    constant). Found back to front, so a chain whose end is unread goes whole."""
+    out = []
+    for s, sg in enumerate(model.subgraphs):
+        read = set(sg.outputs)
+        dead = []
+        for i in range(len(sg.operators) - 1, -1, -1):
+            op = sg.operators[i]
+            row = op_table.row(model.op_name(op))
+            known = all(0 <= t < len(infos[s]) and infos[s][t].value is not None for t in op.outputs)
+            pure = not (row.effects or row.random or row.data_sized or row.subgraphs)
+            if pure and op.outputs and known and not read.intersection(op.outputs):
+                dead.append((s, i))
+            else:
+                read.update(t for t in op.inputs if t >= 0)
+        out.extend(reversed(dead))
+    return out
+
+
+def _with_skips(model: Model, pairs: list[tuple[int, int]]) -> Model:
+    """``model`` with the metadata entry SKIP_METADATA (int32 (subgraph, node) pairs: firmware_c's
+    EDGE_SKIP_METADATA, read at load; invoke skips those nodes, their profile rows stay) naming ``pairs``."""
+    if not pairs:
+        return model
+    out = copy.copy(model)
+    out.buffers = [*model.buffers, Buffer(np.asarray(pairs, "<i4").tobytes())]
+    out.metadata = [m for m in model.metadata if m.name != SKIP_METADATA]
+    out.metadata.append(Metadata(SKIP_METADATA, len(out.buffers) - 1))
+    return out
 
 
 def _trusted_outputs(sg, first_refused: int) -> set[int]:

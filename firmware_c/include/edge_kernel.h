@@ -124,7 +124,13 @@ typedef struct edge_node {
     int16_t n_inputs, n_outputs;
     uint8_t options_type;       /* BuiltinOptions union code (0: none); check it before reading options */
     uint8_t options2_type;      /* BuiltinOptions2 union code (StableHLO ops) */
+    uint8_t skip_;              /* private: invoke skips the node (EDGE_SKIP_METADATA names it; in the padding) */
 } edge_node_t;
+
+/* The Model.metadata entry naming nodes invoke skips: int32 (subgraph, node) pairs, little-endian, of nodes whose
+ * outputs no node reads (edge_sdk/runtime/shape_arithmetic.py c_loaded writes it: values known when the bytes were
+ * built, handed to their readers as constants). */
+#define EDGE_SKIP_METADATA "edge_skip_nodes"
 
 enum { EDGE_NO_KERNEL_ = 0xffff };
 

@@ -791,6 +791,59 @@ static edge_status_t load_signatures(edge_interp_t *it, const edge_table_t *mt) 
     return EDGE_OK;
 }
 
+/* Whether an output of node j of subgraph g is a subgraph output or an input of a node that runs: a node to skip
+ * must have neither (its values would go missing). */
+static int skipped_output_read(const edge_interp_t *it, int32_t g, int32_t j) {
+    const edge_subgraph_t *sg = &it->subgraphs[g];
+    const edge_node_t *nd = &it->nodes[sg->node_base + j];
+    int32_t k, m, r, i;
+    for (k = 0; k < nd->n_outputs; k++) {
+        for (m = 0; m < sg->n_outputs; m++)
+            if (sg->outputs[m] == nd->outputs[k]) return 1;
+        for (r = 0; r < sg->n_nodes; r++) {
+            const edge_node_t *reader = &it->nodes[sg->node_base + r];
+            for (i = 0; !reader->skip_ && i < reader->n_inputs; i++)
+                if (reader->inputs[i] == nd->outputs[k]) return 1;
+        }
+    }
+    return 0;
+}
+
+/* Model 6 metadata [Metadata: 0 name, 1 buffer]: the EDGE_SKIP_METADATA entry's (subgraph, node) pairs get
+ * skip_ (invoke passes them by; a trace keeps their entries, 0 ticks: node indices stay the model's). */
+static edge_status_t load_skips(edge_interp_t *it, const edge_table_t *mt, int64_t buffers, int32_t n_buffers) {
+    edge_status_t s;
+    edge_table_t md, bt;
+    int64_t start, len, k;
+    int32_t n, i, g, j;
+    uint32_t buf;
+    const char *name;
+    const uint8_t *data;
+    if ((s = fb_vector(it, mt, 6, 4, &start, &n, WHAT("Model.metadata"))) != EDGE_OK) return s;
+    for (i = 0; i < n; i++) {
+        if ((s = fb_vector_table(it, start, i, WHAT("Metadata"), &md)) != EDGE_OK) return s;
+        if ((s = fb_string(it, &md, 0, &name, WHAT("Metadata.name"))) != EDGE_OK) return s;
+        if (!name || !str_eq(name, EDGE_SKIP_METADATA)) continue;
+        if ((s = fb_u32(it, &md, 1, 0, &buf, WHAT("Metadata.buffer"))) != EDGE_OK) return s;
+        if ((int64_t)buf >= (int64_t)n_buffers)
+            return fail_at(it, EDGE_MODEL_INVALID, WHAT("Metadata.buffer (out of range)"), md.table - it->model);
+        if ((s = buffer_bytes(it, buffers, buf, &bt, &data, &len)) != EDGE_OK) return s;
+        if (len % 8) return fail_at(it, EDGE_MODEL_INVALID, WHAT("edge_skip_nodes (not int32 pairs)"), bt.table - it->model);
+        for (k = 0; k < len; k += 8) {
+            g = (int32_t)rd32(data + k);
+            j = (int32_t)rd32(data + k + 4);
+            if (g < 0 || g >= it->n_subgraphs || j < 0 || j >= it->subgraphs[g].n_nodes)
+                return fail_at(it, EDGE_MODEL_INVALID, WHAT("edge_skip_nodes (a node out of range)"), bt.table - it->model);
+            it->nodes[it->subgraphs[g].node_base + j].skip_ = 1;
+        }
+    }
+    for (g = 0; g < it->n_subgraphs; g++)
+        for (j = 0; j < it->subgraphs[g].n_nodes; j++)
+            if (it->nodes[it->subgraphs[g].node_base + j].skip_ && skipped_output_read(it, g, j))
+                return fail_at(it, EDGE_MODEL_INVALID, WHAT("edge_skip_nodes (a node whose output is read)"), 0);
+    return EDGE_OK;
+}
+
 /* Model: 1 operator_codes, 2 subgraphs, 4 buffers. SubGraph: 0 tensors, 1 inputs, 2 outputs, 3 operators. */
 static edge_status_t load_model(edge_interp_t *it) {
     edge_status_t s;
@@ -861,6 +914,7 @@ static edge_status_t load_model(edge_interp_t *it) {
             it->error.node = j;
             nd->index = (int16_t)j;
             nd->subgraph = (int16_t)i;
+            nd->skip_ = 0;
             if ((s = fb_vector_table(it, ostart, j, WHAT("Operator"), &t)) != EDGE_OK) return s;
             if ((s = load_node(it, &t, nd, sg, opcodes, n_opcodes)) != EDGE_OK) return s;
             /* outputs must be writable arena tensors: never a constant, never a subgraph input */
@@ -880,6 +934,7 @@ static edge_status_t load_model(edge_interp_t *it) {
         total_n += no;
     }
     it->error.subgraph = -1;
+    if ((s = load_skips(it, &mt, buffers, n_buffers)) != EDGE_OK) return s;
     return load_signatures(it, &mt);
 }
 
@@ -2334,6 +2389,7 @@ static edge_status_t run_subgraph(edge_interp_t *it, int32_t s) {
                 if (k == it->patch_plan.first) it->patch->run_stage(it, &ctx);
                 continue;
             }
+            if (nd->skip_) continue;
             edge_kernels[nd->kernel_].eval(nd, &ctx);
             if (it->halt) return it->halt; /* a kernel stopped the invoke (edge_eval_fail) */
         }
@@ -2341,13 +2397,16 @@ static edge_status_t run_subgraph(edge_interp_t *it, int32_t s) {
     }
     for (k = 0; k < sg->n_nodes; k++) {
         const edge_node_t *nd = &it->nodes[sg->node_base + k];
-        uint32_t t0 = timer->now(timer->user), t1;
-        if (in_patch_stage(it, s, k)) { /* the whole stage's time at its first node, 0 at the others */
-            if (k == it->patch_plan.first) it->patch->run_stage(it, &ctx);
-        } else {
-            edge_kernels[nd->kernel_].eval(nd, &ctx);
+        uint32_t t0 = 0, t1 = 0; /* a skipped node: 0 ticks, exactly */
+        if (!nd->skip_) {
+            t0 = timer->now(timer->user);
+            if (in_patch_stage(it, s, k)) { /* the whole stage's time at its first node, 0 at the others */
+                if (k == it->patch_plan.first) it->patch->run_stage(it, &ctx);
+            } else {
+                edge_kernels[nd->kernel_].eval(nd, &ctx);
+            }
+            t1 = timer->now(timer->user);
         }
-        t1 = timer->now(timer->user);
         if (it->trace && it->trace_count < it->trace_capacity) {
             edge_trace_entry_t *e = &it->trace[it->trace_count];
             e->subgraph = (uint16_t)s;

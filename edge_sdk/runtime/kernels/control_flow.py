@@ -15,17 +15,57 @@
 Shapes are static within a prepare, as TFLM requires: every callee subgraph is prepared before the node that
 calls it (planner.call_order), at its declared shapes; a node passing inputs of other shapes (a model resized to
 another length) has it prepared again at those, as LiteRT resizes and re-prepares a callee
-(Interpreter.prepare_subgraph_at; one set of shapes per subgraph). Prepare then holds the branches' / the loop's
-tensors to the node's: the same types, the same shapes (a branch input, a loop variable), the same output shapes
-in both branches. What would need dynamic shapes (branches whose outputs differ, a loop variable that changes
-shape) is refused at prepare.
+(Interpreter.prepare_subgraph_at). A subgraph holds one set of shapes: when a second call site passes other
+shapes (CallSiteShapes), that site gets a copy of the subgraph of its own (``with_call_site_copy``: appended, its
+constants' buffers shared) and the model is prepared again, so each call runs at its caller's shapes, as LiteRT
+re-prepares a callee at each call; the bytes the C runtime loads hold the same copies (shape_arithmetic.c_loaded
+over that prepare). Prepare then holds the branches' / the loop's tensors to the node's: the same types, the same
+shapes (a branch input, a loop variable), the same output shapes in both branches. What would need dynamic shapes
+(branches whose outputs differ, a loop variable that changes shape from one iteration to the next) is refused at
+prepare.
 """
 
 from __future__ import annotations
 
+import copy
+
 from edge_sdk.errors import ModelError
+from edge_sdk.model.types import Model
 from edge_sdk.runtime import op_table
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
+
+# The most call-site copies one prepare makes (with_call_site_copy): past it the conflicting call is refused.
+MAX_CALL_SITE_COPIES = 64
+
+
+class CallSiteShapes(ModelError):
+    """A node calls subgraph ``subgraph`` at input shapes another call site already prepared it at differently
+    (Interpreter.prepare_subgraph_at): the interpreter gives the node, ``site`` = (subgraph, node), a copy of the
+    subgraph (``with_call_site_copy``) and prepares again; the message is the refusal when it cannot."""
+
+    def __init__(self, message: str, subgraph: int, site: tuple[int, int]):
+        super().__init__(message)
+        self.subgraph, self.site = subgraph, site
+
+
+def with_call_site_copy(model: Model, subgraph: int, site: tuple[int, int]) -> Model:
+    """A copy of ``model`` whose node ``site`` = (subgraph, node) calls an appended copy of subgraph ``subgraph``
+    (its tensor and node tables copied, its constants' buffers shared; named "<name>@<s>.<i>") wherever it called
+    ``subgraph``; the other subgraphs and indices stay. Nodes of the copy call what the original calls."""
+    out = copy.copy(model)
+    original = model.subgraphs[subgraph]
+    twin = copy.copy(original)
+    twin.tensors, twin.inputs, twin.outputs = list(original.tensors), list(original.inputs), list(original.outputs)
+    twin.operators = [copy.copy(op) for op in original.operators]
+    twin.name = f"{original.name or subgraph}@{site[0]}.{site[1]}"
+    out.subgraphs = [*model.subgraphs, twin]
+    s, i = site
+    caller = out.subgraphs[s] = copy.copy(out.subgraphs[s])
+    caller.operators = list(caller.operators)
+    op = caller.operators[i] = copy.copy(caller.operators[i])
+    op.options = {k: (len(out.subgraphs) - 1 if k in op_table.row(model.op_name(op)).subgraphs and v == subgraph
+                      else v) for k, v in (op.options or {}).items()}
+    return out
 
 
 def _callees(node: Node, args: list[TensorInfo] | None = None
