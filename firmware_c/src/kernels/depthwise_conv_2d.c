@@ -1264,7 +1264,7 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, 
                                   a3 = (uint32_t)bias[ch + 3];
                         if (rows > 0 && wg) {
                             DW_MULT4(win, wg, rows * nq, off2, a0, a1, a2, a3);
-                        } else if (rows > 0) {
+                        } else if (EDGE_WITH_MEMORY_MIN && rows > 0) { /* wg NULL: the least-RAM request's */
                             dw_mult8_group(win, wt + ((ptrdiff_t)fy0 * kw * oc + ch), rows, kw, kwp, oc, off2,
                                            &a0, &a1, &a2, &a3);
                         }
@@ -1484,7 +1484,7 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     }
     switch (d->kind) {
     case DW_INT8:
-        if (d->plane >= 0 && (const void *)out->data == in->data) {
+        if (EDGE_WITH_MEMORY_MIN && d->plane >= 0 && (const void *)out->data == in->data) {
             dw_int8_in_place(d, (int8_t *)out->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
                              (int8_t *)edge_scratch(ctx, node, d->plane));
             break;
