@@ -66,7 +66,7 @@
 /* The edge_init_ex flags a build serves. A firmware is built for one arena plan (edge flash, make size): without
  * EDGE_INIT_PLAN_ONLY (edge check's loader-and-planner run on the host), and for the layer plan without
  * EDGE_INIT_MEMORY_MIN either, whose planner tiers, in-place depthwise and kernels' least-RAM forms then compile out
- * (person_detect on the M4: ~2.8 KB of .text). edge_init_ex refuses a flag compiled out (EDGE_BAD_ARGUMENT). */
+ * (person_detect on the M4: 3,820 B of .text). edge_init_ex refuses a flag compiled out (EDGE_BAD_ARGUMENT). */
 #ifndef EDGE_WITH_PLAN_ONLY
 #define EDGE_WITH_PLAN_ONLY 1
 #endif

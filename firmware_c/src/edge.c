@@ -2280,8 +2280,10 @@ static edge_status_t start(edge_interp_t *it, const void *model, size_t model_le
         it->base = (uint8_t *)arena;
         it->base_len = 0;
     }
-    if ((!EDGE_WITH_PLAN_ONLY && (flags & EDGE_INIT_PLAN_ONLY)) || (!EDGE_WITH_MEMORY_MIN && (flags & EDGE_INIT_MEMORY_MIN)))
-        return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("init flag compiled out (EDGE_WITH_PLAN_ONLY / EDGE_WITH_MEMORY_MIN=0)"), -1);
+    if ((!EDGE_WITH_PLAN_ONLY && (flags & EDGE_INIT_PLAN_ONLY)) ||
+        (!EDGE_WITH_MEMORY_MIN && (flags & EDGE_INIT_MEMORY_MIN))) /* a build for one plan (gen_ops.plan_defines) */
+        return fail_at(it, EDGE_BAD_ARGUMENT,
+                       WHAT("init flag compiled out (EDGE_WITH_PLAN_ONLY / EDGE_WITH_MEMORY_MIN=0)"), -1);
     it->plan_only = (flags & EDGE_INIT_PLAN_ONLY) ? 1 : 0;
     it->memory_min = (flags & EDGE_INIT_MEMORY_MIN) ? 1 : 0;
     s = init(it, flags, setup);
