@@ -1,6 +1,7 @@
 """Pieces of the C runtime that exist to keep the Cortex-M image small, checked on the host:
-edge_f2d / edge_double_gt (src/edge_fixedpoint.h: float->double and double compare on the IEEE bits, so an
-M4 build links no soft-double add/compare object) against the compiler's own conversion and comparison."""
+edge_f2d / edge_double_gt / edge_ratio_d (src/edge_fixedpoint.h: float->double, double compare and a * b / c in
+double on the IEEE bits, so an M4 build links no soft-double add / compare / multiply / divide object) against the
+compiler's own conversion, comparison and double arithmetic."""
 
 from __future__ import annotations
 
@@ -49,6 +50,38 @@ int main(void) {
     if (edge_double_gt(a, b) || edge_double_gt(b, a) || !edge_double_gt(2147483648.0, 2147483647.0)
         || edge_double_gt(2147483647.0, 2147483647.0) || !edge_double_gt(1.0 / 0.0, 2147483647.0)
         || edge_double_gt(-1.0 / 0.0, -1e308)) { bad++; printf("gt edge cases\n"); }
+    {   /* edge_ratio_d against the double arithmetic: special values with each other, random bit patterns,
+         * and scales as models have them (exponents near 2^-8, the quotient's ties and carries included) */
+        static const uint32_t special[] = {0, 0x80000000u, 1, 0x80000001u, 0x7fffffu, 0x800000u, 0x3f800000u,
+                                           0xbf800000u, 0x7f7fffffu, 0xff7fffffu, 0x7f800000u, 0xff800000u,
+                                           0x7fc00000u, 0x33800000u, 0x3f7fffffu, 0x3f800001u};
+        const uint32_t ns = sizeof special / sizeof special[0];
+        uint32_t i, j, l, w[3];
+        float g[3];
+        for (k = 0; k < 3000000u + ns * ns * ns; k++) {
+            if (k < ns * ns * ns) {
+                w[0] = special[k % ns], w[1] = special[k / ns % ns], w[2] = special[k / ns / ns];
+            } else {
+                for (l = 0; l < 3; l++) {
+                    w[l] = lcg(&seed);
+                    if (k % 4 != 0) w[l] = (w[l] & 0x807fffffu) | ((uint32_t)(110 + lcg(&seed) % 30) << 23);
+                    if (k % 8 == 1) w[l] &= 0xfffff000u; /* short significands: exact quotients and ties */
+                }
+            }
+            for (l = 0; l < 3; l++) memcpy(&g[l], &w[l], 4);
+            a = (double)g[0] * (double)g[1] / (double)g[2];
+            b = edge_ratio_d(g[0], g[1], g[2]);
+            if (a != a ? b == b : !same(a, b)) {
+                if (bad++ < 5) printf("ratio %08x %08x %08x\n", w[0], w[1], w[2]);
+            }
+        }
+        for (i = 1; i < 256; i++) /* small integers: exact and halfway quotients */
+            for (j = 1; j < 256; j++) {
+                g[0] = (float)i, g[1] = (float)(j | 1) * 0.5f, g[2] = (float)(i + j);
+                if (!same((double)g[0] * (double)g[1] / (double)g[2], edge_ratio_d(g[0], g[1], g[2])))
+                    if (bad++ < 5) printf("ratio %u %u\n", i, j);
+            }
+    }
     printf("bad %u\n", bad);
     return bad != 0;
 }

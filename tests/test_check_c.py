@@ -202,3 +202,27 @@ def test_board_figure_does_not_depend_on_the_patch_code_switch():
         off = c_check.target_plan(data, layout, ("-DEDGE_WITH_PATCH=0",), memory=memory)
         assert on.ok and off.ok, (on.message, off.message)
         assert on.figures == off.figures, memory
+
+
+@pytest.mark.slow
+def test_board_figure_does_not_depend_on_the_plan_switches():
+    """A firmware is built for its plan (gen_ops.plan_defines): the layer plan's without the plan-only run, the
+    least-RAM request and the patch stage (EDGE_WITH_PLAN_ONLY / MEMORY_MIN / PATCH = 0). The layer plan's figures
+    must not differ from edge check's runner, which has them all; such a build refuses the least-RAM request in one
+    line naming the switch (no silently different plan)."""
+    from edge_sdk.runtime.op_table import gen_ops_module
+    from tests.test_patching import chain_model
+
+    gen_ops = gen_ops_module()
+    layer_defs = tuple(gen_ops.plan_defines(False, False))
+    assert layer_defs == ("-DEDGE_WITH_PLAN_ONLY=0", "-DEDGE_WITH_MEMORY_MIN=0", "-DEDGE_WITH_PATCH=0")
+    assert gen_ops.plan_defines(True, True) == ["-DEDGE_WITH_PLAN_ONLY=0"]
+    data = chain_model([("conv", 3, 2, 1, "SAME", 8), ("dw", 3, 1, 1, "SAME"), ("conv", 1, 1, 1, "SAME", 8),
+                        ("add", 1)], shape=(1, 12, 10, 3), seed=5)
+    layout = c_check.ILP32 if c_check.ILP32 in c_check.target_layouts() else c_check.HOST
+    full = c_check.target_plan(data, layout, (), memory="layer")
+    built = c_check.target_plan(data, layout, layer_defs, memory="layer")
+    assert full.ok and built.ok, (full.message, built.message)
+    assert full.figures == built.figures
+    refused = c_check.target_plan(data, layout, layer_defs, memory="inplace")
+    assert refused.status_name == "EDGE_BAD_ARGUMENT" and "EDGE_WITH_MEMORY_MIN" in refused.message, refused.to_dict()

@@ -289,11 +289,11 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
                            str(model_path)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise ModelError(f"gen_ops.py failed for {model_path}: {(proc.stderr or proc.stdout).strip()[-1000:]}")
-    # the tensor types no tensor of the model has are compiled out (-DEDGE_WITH_FLOAT32=0, ...), and the kernel fast
-    # paths no layer of it takes (gen_ops.path_defines): smaller firmware
-    type_defs = op_table.gen_ops_module().build_defines([str(model_path)])
-    if patch is None:  # no patch stage: its code compiled out (edge_init_patch refuses plans then)
-        type_defs = [*type_defs, "-DEDGE_WITH_PATCH=0"]
+    # the tensor types no tensor of the model has are compiled out (-DEDGE_WITH_FLOAT32=0, ...), the kernel fast
+    # paths no layer of it takes (gen_ops.path_defines), and what other plans than this firmware's need (plan-only,
+    # the least-RAM request without it, the patch stage without one: gen_ops.plan_defines): smaller firmware
+    gen_ops = op_table.gen_ops_module()
+    type_defs = gen_ops.build_defines([str(model_path)]) + gen_ops.plan_defines(asked != "layer", patch is not None)
     return {"kernels": files, "arena_bytes": arena, "memory": plan, "memory_request": memory,
             "patch": None if patch is None else patch.to_dict(),
             "input_bytes": input_bytes,

@@ -63,6 +63,16 @@
 #ifndef EDGE_WITH_PATCH
 #define EDGE_WITH_PATCH 1
 #endif
+/* The edge_init_ex flags a build serves. A firmware is built for one arena plan (edge flash, make size): without
+ * EDGE_INIT_PLAN_ONLY (edge check's loader-and-planner run on the host), and for the layer plan without
+ * EDGE_INIT_MEMORY_MIN either, whose planner tiers, in-place depthwise and kernels' least-RAM forms then compile out
+ * (person_detect on the M4: 3,820 B of .text). edge_init_ex refuses a flag compiled out (EDGE_BAD_ARGUMENT). */
+#ifndef EDGE_WITH_PLAN_ONLY
+#define EDGE_WITH_PLAN_ONLY 1
+#endif
+#ifndef EDGE_WITH_MEMORY_MIN
+#define EDGE_WITH_MEMORY_MIN 1
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -190,7 +200,7 @@ static inline int edge_in_patch_stage(const edge_interp_t *it, const struct edge
            node->index <= it->patch_plan.last;
 }
 
-static inline int edge_least_ram(const edge_interp_t *it) { return it->memory_min; }
+static inline int edge_least_ram(const edge_interp_t *it) { return EDGE_WITH_MEMORY_MIN && it->memory_min; }
 
 /* ---- tensors of a node (inline: the hot path) ---- */
 static inline edge_tensor_t *edge_in(const edge_ctx_t *ctx, const edge_node_t *node, int32_t i) {

@@ -130,6 +130,9 @@ const char *edge_op_name(int op_code) {
 #endif
 }
 
+/* EDGE_INIT_PLAN_ONLY's loader-and-planner run (never in a build without it: EDGE_WITH_PLAN_ONLY=0) */
+static int plan_only(const edge_interp_t *it) { return EDGE_WITH_PLAN_ONLY && it->plan_only; }
+
 /* The op table row's graph facts of an op (include/edge_op_facts.h, generated from edge_sdk/runtime/op_table.py):
  * its family, effects, in-place and patch rules, pad_fold role; all zero for an op without any. */
 static const edge_op_facts_t *edge_op_facts(int32_t op) {
@@ -1581,7 +1584,7 @@ static int32_t is_io(const edge_subgraph_t *sg, int32_t t) {
 size_t edge_inplace_plane_bytes(const edge_interp_t *it, const edge_node_t *node) {
     const edge_tensor_t *x, *y;
     int32_t tb;
-    if (!it->memory_min || edge_op_facts(node->op)->inplace != EDGE_INPLACE_DEPTHWISE ||
+    if (!edge_least_ram(it) || edge_op_facts(node->op)->inplace != EDGE_INPLACE_DEPTHWISE ||
         edge_in_patch_stage(it, node) || node->n_inputs < 1 || node->n_outputs < 1 || node->inputs[0] < 0 ||
         node->outputs[0] < 0)
         return 0;
@@ -1840,7 +1843,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
     w.order = (int32_t *)(void *)p; p += 4 * (size_t)w.n;
     w.tmp = (int32_t *)(void *)p; p += 4 * (size_t)w.n;
     w.next = (int32_t *)(void *)p;
-    if (it->memory_min) {
+    if (edge_least_ram(it)) {
         /* the least-RAM plan (edge_sdk.runtime.interpreter.least_ram_plan, the same rule): of the layer plan, the
          * in-place groups without the elementwise ops and all of them, the smallest tensor plan, ties to the fewer
          * groups (a group's longer lifetime can make the greedy placement worse than its bytes save; an in-place
@@ -1863,7 +1866,7 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         n_alias = least_tier ? inplace_groups(it, &L, least_tier == 2) : 0;
     }
     /* a depthwise convolution that does not run in place drops its plane buffer (its last scratch request) */
-    for (k = 0; it->memory_min && !it->plan_only && k < it->n_nodes_total; k++) {
+    for (k = 0; edge_least_ram(it) && !plan_only(it) && k < it->n_nodes_total; k++) {
         edge_node_t *nd = &it->nodes[k];
         const int64_t plane = align_up((int64_t)edge_inplace_plane_bytes(it, nd));
         if (!plane || nd->scratch_bytes < plane) continue;
@@ -2210,16 +2213,16 @@ static edge_status_t prepare_subgraph(edge_interp_t *it, int32_t g, int32_t dept
     ctx.n_tensors = sg->n_tensors;
     ctx.subgraph = g;
 #if EDGE_SIMD
-    for (k = 0; k < sg->n_nodes && it->plan_only; k++) { /* no prepare: what it would fold, out of the plan */
+    for (k = 0; k < sg->n_nodes && plan_only(it); k++) { /* no prepare: what it would fold, out of the plan */
         edge_node_t *nd = &it->nodes[sg->node_base + k];
         if (edge_folds_at_prepare(&ctx, nd)) edge_fold_outputs(nd, &ctx);
     }
 #endif
-    for (k = 0; k < sg->n_nodes && it->plan_only; k++) { /* the PADs pad.c's prepare folds into their conv */
+    for (k = 0; k < sg->n_nodes && plan_only(it); k++) { /* the PADs pad.c's prepare folds into their conv */
         edge_node_t *nd = &it->nodes[sg->node_base + k];
         if (edge_pad_folds(&ctx, nd) >= 0) edge_fold_pad(nd, &ctx);
     }
-    for (k = 0; k < sg->n_nodes && !it->plan_only; k++) {
+    for (k = 0; k < sg->n_nodes && !plan_only(it); k++) {
         edge_node_t *nd = &it->nodes[sg->node_base + k];
         SET_REASON(&it->error, EDGE_NO_REASON);
         s = edge_kernels[nd->kernel_].prepare(nd, &ctx);
@@ -2254,7 +2257,7 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags, patch_setup_fn setu
     if ((uintptr_t)it->model % 4) return fail_at(it, EDGE_MODEL_UNALIGNED, WHAT("model address"), -1);
     if ((s = load_model(it)) != EDGE_OK) return s;
 
-    if (!it->plan_only) {
+    if (!plan_only(it)) {
         /* every op must have a kernel: refuse the first that has none, naming its code and version */
         for (k = 0; k < it->n_nodes_total; k++) {
             edge_node_t *nd = &it->nodes[k];
@@ -2291,7 +2294,7 @@ static edge_status_t init(edge_interp_t *it, uint32_t flags, patch_setup_fn setu
     (void)flags;
     if (it->patch_plan.rows) {
         if (!EDGE_WITH_PATCH) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("patch plans are compiled out (EDGE_WITH_PATCH=0)"), -1);
-        if (it->plan_only) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("a patch plan needs the kernels (not PLAN_ONLY)"), -1);
+        if (plan_only(it)) return fail_at(it, EDGE_BAD_ARGUMENT, WHAT("a patch plan needs the kernels (not PLAN_ONLY)"), -1);
         if (EDGE_WITH_PATCH && (s = setup(it)) != EDGE_OK) return s;
     }
     if ((s = plan_arena(it)) != EDGE_OK) return s;
@@ -2332,6 +2335,10 @@ static edge_status_t start(edge_interp_t *it, const void *model, size_t model_le
         it->base = (uint8_t *)arena;
         it->base_len = 0;
     }
+    if ((!EDGE_WITH_PLAN_ONLY && (flags & EDGE_INIT_PLAN_ONLY)) ||
+        (!EDGE_WITH_MEMORY_MIN && (flags & EDGE_INIT_MEMORY_MIN))) /* a build for one plan (gen_ops.plan_defines) */
+        return fail_at(it, EDGE_BAD_ARGUMENT,
+                       WHAT("init flag compiled out (EDGE_WITH_PLAN_ONLY / EDGE_WITH_MEMORY_MIN=0)"), -1);
     it->plan_only = (flags & EDGE_INIT_PLAN_ONLY) ? 1 : 0;
     it->memory_min = (flags & EDGE_INIT_MEMORY_MIN) ? 1 : 0;
     s = init(it, flags, setup);
@@ -2344,7 +2351,7 @@ static edge_status_t start(edge_interp_t *it, const void *model, size_t model_le
         it->error.subgraph = it->error.node = it->error.tensor = -1;
         it->error.op_code = it->error.op_version = -1;
         SET_REASON(&it->error, EDGE_NO_REASON);
-        it->ready = it->plan_only ? 0 : 1;
+        it->ready = plan_only(it) ? 0 : 1;
     }
     return s;
 }

@@ -158,22 +158,15 @@ static inline edge_status_t edge_conv_check_quant(edge_ctx_t *ctx, const edge_te
     return EDGE_OK;
 }
 
-/* float -> double for the multipliers: a conversion instruction where the FPU has double precision (the host,
- * Cortex-A, Cortex-M7 with fpv5-d16), else edge_f2d on the bits (the same value; no soft-double add/sub object
- * for __aeabi_f2d on the Cortex-M4 / M33, nor on cores without an FPU). */
-#if !defined(__ARM_ARCH) || (defined(__ARM_FP) && (__ARM_FP & 8))
-#define EDGE_CONV_F2D(f) ((double)(f))
-#else
-#define EDGE_CONV_F2D(f) edge_f2d(f)
-#endif
-
 /* Channel k's real multiplier in->scale * w->scales[k, or 0 when per-tensor] / out->scale in double, as TFLM
- * computes it. */
+ * computes it: the double instructions where the FPU has double precision (the host, Cortex-A, Cortex-M7 with
+ * fpv5-d16), else edge_ratio_d on the bits (the same double; no soft-double multiply / divide on the Cortex-M4 / M33,
+ * nor on cores without an FPU). */
 static inline double edge_conv_real(const edge_tensor_t *in, const edge_tensor_t *w, const edge_tensor_t *out,
                                     int32_t k) {
     float ws;
     memcpy(&ws, &w->scales[w->n_scales > 1 ? k : 0], 4);
-    return EDGE_CONV_F2D(in->scale) * EDGE_CONV_F2D(ws) / EDGE_CONV_F2D(out->scale);
+    return EDGE_RATIO_D(in->scale, ws, out->scale);
 }
 
 /* The per-channel requantization of a quantized convolution in one persistent block of 5 bytes a channel

@@ -92,6 +92,77 @@ static inline double edge_f2d(float f) {
     return d;
 }
 
+/* A float's class (0 zero, 1 finite nonzero, 2 infinity, 3 NaN) and, finite, its value m * 2^*ex with the
+ * significand m in [2^23, 2^24) (subnormals normalised). */
+static inline int edge_f_unpack(float f, uint32_t *m, int32_t *ex) {
+    uint32_t u, frac;
+    int32_t e;
+    memcpy(&u, &f, sizeof u);
+    e = (int32_t)((u >> 23) & 0xffu);
+    frac = u & 0x7fffffu;
+    if (e == 0xff) return frac ? 3 : 2;
+    if (e == 0 && frac == 0) return 0;
+    if (e == 0) /* subnormal: frac * 2^-149 */
+        for (e = 1; !(frac & 0x800000u); e--) frac <<= 1;
+    *m = frac | 0x800000u;
+    *ex = e - 150;
+    return 1;
+}
+
+/* (double)a * (double)b / (double)c from the IEEE-754 bits with integers: the same double as that arithmetic, without
+ * libgcc's soft-double multiply and divide (~1 KB of a Cortex-M4 image) on cores whose FPU is single precision or
+ * absent. The product of two floats is exact in a double (48-bit significand); the quotient, rounded once to nearest
+ * even, is a normal double for finite nonzero operands (2^-426 .. 2^405). NaN (sign not kept) for a NaN operand,
+ * 0 * inf, inf / inf and 0 / 0; else signed inf or zero as IEEE. For prepare-time multipliers (TFLM computes
+ * input_scale * filter_scale / output_scale in double). */
+static inline double edge_ratio_d(float a, float b, float c) {
+    uint32_t ma = 0, mb = 0, mc = 0, rem = 0, fa, fb, fc;
+    int32_t ea = 0, eb = 0, ec = 0, e, i;
+    const int ka = edge_f_unpack(a, &ma, &ea), kb = edge_f_unpack(b, &mb, &eb), kc = edge_f_unpack(c, &mc, &ec);
+    const int kp = ka == 3 || kb == 3 || (ka == 0 && kb == 2) || (ka == 2 && kb == 0) ? 3 : ka == 0 || kb == 0 ? 0
+                   : ka == 2 || kb == 2 ? 2 : 1; /* the product's class */
+    uint64_t n, q = 0, r;
+    double d;
+    memcpy(&fa, &a, 4);
+    memcpy(&fb, &b, 4);
+    memcpy(&fc, &c, 4);
+    r = (uint64_t)((fa ^ fb ^ fc) >> 31) << 63;
+    if (kp == 3 || kc == 3 || (kp == 2 && kc == 2) || (kp == 0 && kc == 0)) {
+        r = (uint64_t)0x7ff8 << 48; /* NaN */
+    } else if (kp == 2 || kc == 0) {
+        r |= (uint64_t)0x7ff << 52; /* inf */
+    } else if (kp == 1 && kc == 1) {
+        /* q = floor(n * 2^32 / mc), n = ma * mb in [2^46, 2^48): a byte of n * 2^32 at a time from the top
+         * (rem < mc < 2^24: 32-bit divides), q in (2^54, 2^57); rem != 0 is the sticky bit below q. Constant
+         * shifts only: variable 64-bit shifts are long on 32-bit cores. */
+        n = (uint64_t)ma * mb;
+        for (i = 0; i < 10; i++, n <<= 8) {
+            uint32_t digit;
+            rem = (rem << 8) | ((uint32_t)(n >> 40) & 0xffu);
+            digit = rem / mc;
+            rem -= digit * mc;
+            q = (q << 8) | digit;
+        }
+        for (e = ea + eb - 32 - ec; !(q >> 56); e--) q <<= 1; /* q * 2^e, q in [2^56, 2^57) */
+        n = q >> 4; /* 53 bits, rounded to nearest, ties to even, on the 4 bits below and the remainder */
+        if ((q & 8u) && ((q & 7u) || rem || (n & 1u))) n++;
+        if (n >> 53) {
+            n >>= 1;
+            e++;
+        }
+        r |= ((uint64_t)(e + 4 + 52 + 1023) << 52) | (n & (((uint64_t)1 << 52) - 1));
+    } /* else a zero (kp 0 or kc 2): the sign alone */
+    memcpy(&d, &r, sizeof d);
+    return d;
+}
+
+/* (double)a * (double)b / (double)c: the double instructions where the FPU has them, else edge_ratio_d */
+#if !defined(__ARM_ARCH) || (defined(__ARM_FP) && (__ARM_FP & 8))
+#define EDGE_RATIO_D(a, b, c) ((double)(a) * (double)(b) / (double)(c))
+#else
+#define EDGE_RATIO_D(a, b, c) edge_ratio_d(a, b, c)
+#endif
+
 /* a > b for doubles that are not NaN, on the IEEE bits (no soft-float compare): sign-magnitude ordered as
  * integers. -0 and +0 compare equal. */
 static inline int edge_double_gt(double a, double b) {

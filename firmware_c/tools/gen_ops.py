@@ -352,6 +352,15 @@ def build_defines(paths: list[str]) -> list[str]:
     return type_defines(paths) + path_defines(paths)
 
 
+def plan_defines(memory_min: bool, patch: bool) -> list[str]:
+    """A firmware's init switches for the arena plan it initialises with (edge flash; make size: the layer plan, edge
+    flash's default): no loader-and-planner-only run on a board (EDGE_WITH_PLAN_ONLY=0: edge check's, on the host),
+    the least-RAM request's planner tiers and kernel forms only for a firmware that asks for it (EDGE_INIT_MEMORY_MIN:
+    --memory inplace / min), the patch stage's code only with a stage (include/edge_kernel.h)."""
+    return (["-DEDGE_WITH_PLAN_ONLY=0"] + ([] if memory_min else ["-DEDGE_WITH_MEMORY_MIN=0"])
+            + ([] if patch else ["-DEDGE_WITH_PATCH=0"]))
+
+
 def render(rows: list[dict], check: bool = False) -> str:
     """The op table's C source. ``check``: the table of `edge check`'s runner (host/edge_run.c --plan
     --all-refusals): every prepare goes through edge_check_prepared (a refusal is recorded and the next node

@@ -9,7 +9,8 @@
 For each model (default: every .tflite under ../shared/models; models with the same op set and tensor types
 are measured once) and each CPU, the runtime is built for that model as a per-model firmware is: an op table
 of only its ops (gen_ops.py --model) and the type switches of its tensor types (gen_ops.py --type-defs:
--DEDGE_WITH_FLOAT32=0 / -DEDGE_WITH_INT16=0 when no tensor has that type; the report names them), linked
+-DEDGE_WITH_FLOAT32=0 / -DEDGE_WITH_INT16=0 when no tensor has that type; the report names them) and for the
+layer plan, edge flash's default (gen_ops.plan_defines: no plan-only run, no least-RAM request, no patch stage), linked
 into a minimal image for the CPU's board (M0+ rp2040-pico, M4 qemu-mps2-an386, M7 stm32f746-disco;
 -Os, link-time optimisation (the Makefile's ARM_LTO), --gc-sections) whose main (tools/image_main.c) calls
 edge_init / edge_invoke on a model pointer the compiler cannot see through. The linker map attributes every kept input section:
@@ -170,7 +171,9 @@ def group_by_ops(models: list[Path], kernels: list[dict]):
     for m in models:
         try:
             used = frozenset(gen_ops.model_ops(str(m)))
-            defs = tuple(gen_ops.build_defines([str(m)]))  # type and kernel-path switches
+            # type and kernel-path switches, and the layer plan's (edge flash's default: no plan-only run, no
+            # least-RAM request, no patch stage)
+            defs = tuple(gen_ops.build_defines([str(m)]) + gen_ops.plan_defines(False, False))
         except SystemExit as exc:
             print(f"size_report: skipping {m}: {exc}", file=sys.stderr)
             continue

@@ -1264,7 +1264,7 @@ static void dw_int8_mult(const dw_data_t *d, const int8_t *x, const int8_t *wt, 
                                   a3 = (uint32_t)bias[ch + 3];
                         if (rows > 0 && wg) {
                             DW_MULT4(win, wg, rows * nq, off2, a0, a1, a2, a3);
-                        } else if (rows > 0) {
+                        } else if (EDGE_WITH_MEMORY_MIN && rows > 0) { /* wg NULL: the least-RAM request's */
                             dw_mult8_group(win, wt + ((ptrdiff_t)fy0 * kw * oc + ch), rows, kw, kwp, oc, off2,
                                            &a0, &a1, &a2, &a3);
                         }
@@ -1468,11 +1468,16 @@ static void dw_int8_in_place(const dw_data_t *d, int8_t *buf, const int8_t *wt, 
     }
 }
 
+#define DW_STACK_Q 16 /* channels eval unpacks on the stack for dw_int8_mult (8 bytes each) */
+
 void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     const dw_data_t *d = (const dw_data_t *)node->user_data;
     const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
     edge_tensor_t *out = edge_out(ctx, node, 0);
-    dw_data_t patch; /* a patch window (edge_window_t) */
+    dw_data_t patch; /* a patch window (edge_window_t), or the unpacked requantization below */
+#if EDGE_DSP
+    edge_rq_t stack_q[DW_STACK_Q];
+#endif
     if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) { /* never in a patch stage (patching.py) */
         edge_hybrid_eval_depthwise_conv_2d(node, ctx);
         return;
@@ -1484,7 +1489,7 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     }
     switch (d->kind) {
     case DW_INT8:
-        if (d->plane >= 0 && (const void *)out->data == in->data) {
+        if (EDGE_WITH_MEMORY_MIN && d->plane >= 0 && (const void *)out->data == in->data) {
             dw_int8_in_place(d, (int8_t *)out->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
                              (int8_t *)edge_scratch(ctx, node, d->plane));
             break;
@@ -1508,6 +1513,18 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
         }
 #endif
 #if EDGE_DSP
+        if (EDGE_WITH_MEMORY_MIN && d->kwp && !d->mult_q && !d->rq_generic && d->oc <= DW_STACK_Q) {
+            /* the least-RAM request keeps the compact requantization: a layer of few channels (person_detect's and
+             * micro_speech's first, 8) has it unpacked here once an invoke (or patch), not four channels per pixel
+             * and group (dw_store4_compact: person_detect's min plan 23.24 M -> 22.26 M instructions) */
+            int32_t k;
+            if (d != &patch) {
+                patch = *d;
+                d = &patch;
+            }
+            for (k = 0; k < d->oc; k++) stack_q[k] = edge_rq_at(d->rq, d->oc, k);
+            patch.mult_q = stack_q;
+        }
         if (d->kwp) { /* the multiplier path: pre-paired (mult_w) or 8-bit filter */
             dw_int8_mult(d, (const int8_t *)in->data, (const int8_t *)w->data, bt ? (const int32_t *)bt->data : 0,
                          (int8_t *)out->data, (int8_t *)edge_scratch(ctx, node, d->win));

@@ -86,7 +86,8 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
     if (!x->quantized || !out->quantized) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "tensors need quantization parameters");
     if (!ea_good_scale(x)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input scale must be positive and finite");
     if (x->type == EDGE_INT8) {
-        double real = edge_f2d(d->beta) * edge_f2d(x->scale) * 67108864.0; /* in double, as TFLM */
+        /* beta * scale * 2^26 in double, as TFLM (dividing by the float 2^-26 is the same exact scaling) */
+        double real = EDGE_RATIO_D(d->beta, x->scale, 1.0f / 67108864.0f);
         int64_t radius;
         if (out->type == EDGE_INT8) {
             if (out->zero_point != -128 || out->scale != (float)(1.0 / 256))
