@@ -1,0 +1,83 @@
+"""palm_detection_lite (../shared/models/mediapipe) converted at default settings for a float target (issue 24
+point 4): the widening search's outcome -- ops per precision, each output's SNR, the MACs left in int8, the
+search's steps -- and the convert time, on 16 smooth synthetic 192x192 images (every 5th held back by the guard).
+
+    python benchmarks/convert_palm.py --json out.json     # one conversion (minutes: run it with nice)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+PALM = ROOT.parent.parent / "shared" / "models" / "mediapipe" / "palm_detection_lite.tflite"
+
+
+def smooth_images(n: int, size: int = 192, seed: int = 0) -> np.ndarray:
+    """``n`` smooth images [n, size, size, 3] in [-1, 1] (palm's input range): a coarse random field upsampled
+    bilinearly plus a few soft blobs, so that neighbouring pixels agree as in photos (uniform noise is no image)."""
+    r = np.random.default_rng(seed)
+    out = np.empty((n, size, size, 3), np.float32)
+    grid = np.linspace(0.0, 1.0, size, dtype=np.float32)
+    for k in range(n):
+        coarse = r.uniform(-1, 1, (6, 6, 3)).astype(np.float32)
+        pos = grid * 5
+        i0 = np.minimum(pos.astype(int), 4)
+        f = (pos - i0)[:, None]
+        rows = coarse[i0] * (1 - f[..., None]) + coarse[i0 + 1] * f[..., None]   # [size, 6, 3]
+        img = rows[:, i0] * (1 - f[None, :, :]) + rows[:, i0 + 1] * f[None, :, :]  # [size, size, 3]
+        yy, xx = np.meshgrid(grid, grid, indexing="ij")
+        for _ in range(3):
+            cy, cx, s = r.uniform(0.2, 0.8), r.uniform(0.2, 0.8), r.uniform(0.05, 0.2)
+            img += r.uniform(-1, 1, 3).astype(np.float32) * np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2)
+                                                                    / (2 * s * s))[..., None]
+        out[k] = np.clip(img, -1, 1)
+    return out
+
+
+def summary(report: dict, seconds: float) -> dict:
+    """The figures the results file gives: ops per precision in the written model, the guard's outputs, widened
+    count, int8 MAC share, the search's steps."""
+    guard = report.get("guard") or ((report.get("quantization") or {}).get("report") or {}).get("guard") or {}
+    widened = guard.get("widened") or []
+    return {"convert_s": round(seconds, 1),
+            "widened_count": guard.get("widened_count"),
+            "widened_to": dict(Counter(w["to"] for w in widened)),
+            "outputs": [{"name": o["name"], "snr_db": o.get("snr_db"), "worst_snr_db": o.get("worst_snr_db")}
+                        for o in guard.get("outputs") or []],
+            "met": guard.get("met"), "cost": guard.get("cost"), "search": guard.get("search"),
+            "steps": guard.get("steps"), "limiting": guard.get("limiting"),
+            "widened": [{k: w[k] for k in ("op_index", "op", "to", "reason")} for w in widened]}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--json", required=True, help="where the summary goes")
+    p.add_argument("--target", default="raspberry-pi-4")
+    p.add_argument("--images", type=int, default=16)
+    p.add_argument("--full", help="where the whole convert report goes (JSON)")
+    a = p.parse_args(argv)
+    from converters import convert
+
+    calib = smooth_images(a.images)
+    start = time.perf_counter()
+    result = convert(str(PALM), target=a.target, calibration=calib)
+    seconds = time.perf_counter() - start
+    out = summary(result.report, seconds)
+    Path(a.json).write_text(json.dumps(out, indent=1, default=str))
+    if a.full:
+        Path(a.full).write_text(json.dumps(result.report, default=str))
+    print(json.dumps({k: out[k] for k in ("convert_s", "widened_count", "outputs", "met", "cost")}, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
