@@ -107,3 +107,25 @@ def test_the_mixed_model_keeps_the_goal_in_litert_against_onnxruntime(converted)
         got = run_litert(converted.tflite, [x])
         for r, q in zip(ref, got):
             assert _snr(r, np.asarray(q).reshape(r.shape)) >= GOAL_DB - 3.0
+
+
+def test_the_ranking_rounds_weights_as_the_quantizer_stores_them():
+    """weight_noise's int8 weights (per output channel, max |w| / 127) are the int8 model's weights dequantized:
+    the ranking measures what the quantizer writes (here a channel 400x the others, as in deep_outlier_mlp)."""
+    from converters.quantize import quantize
+    from converters.quantize.weight_noise import int8_constants, int8_rounded
+    from tests.test_quant_widen_search import deep_outlier_mlp
+    from tests.test_quantize_guard import _calib
+
+    model = deep_outlier_mlp()
+    q = quantize(model, list(_calib(20)), io="float32", precision="int8", equalize=False, bias_correction=False).model
+    sg, qsg = model.subgraphs[0], q.subgraphs[0]
+    stored = {t.name: t for t in qsg.tensors if t.type == "INT8" and t.buffer and q.buffers[t.buffer].data}
+    for i, op in enumerate(sg.operators):
+        ((k, axis),) = int8_constants(model, i)
+        t = sg.tensors[op.inputs[k]]
+        w = np.frombuffer(model.buffers[t.buffer].data, np.float32).reshape(t.shape)
+        qt = stored[t.name]
+        values = np.frombuffer(q.buffers[qt.buffer].data, np.int8).reshape(qt.shape).astype(np.float64)
+        scale = np.asarray(qt.quantization.scale, np.float64).reshape((-1,) + (1,) * (values.ndim - 1))
+        np.testing.assert_allclose(int8_rounded(w, axis), values * scale, rtol=1e-6, atol=1e-7)

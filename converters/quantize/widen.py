@@ -586,7 +586,7 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
             best = _narrow_to_int16(model, best, rule, trial, kept, holds)
             kept.all_widened = kept.all_widened and len(best.widened) >= len(top.widened)
         # int16 activations first where the widening kept costs more than every op at int16x8 would
-        lighter = (_weights_first(model, order, wanted, state, rule, trial, cal, kept, io)
+        lighter = (_weights_first(model, order, wanted, state, rule, trial, cal, kept, io, macs)
                    if _weighted_cost(best.widened, macs, base_excluded) > INT16_COST * sum(macs) else None)
         if lighter is not None:
             ceiling = _figure(goal, top.qmodel).get("task_figure")
@@ -747,11 +747,11 @@ def _weighted_cost(widened: dict, macs: list[int], base_excluded: set[int]) -> f
 
 
 def _weights_first(model: Model, order: list[int], wanted: dict, state: dict, rule, trial, cal: Calibration,
-                   kept: Guarded, io: str):
+                   kept: Guarded, io: str, macs: list[int]):
     """On a target that runs both int16x8 and float32: every op of ``order`` at int16x8 where the target takes it
     (float32 where it does not), and, short of the goal there, the weighted ops whose int8 weights alone cost the
-    outputs the most (``weight_noise``: int16x8 keeps weights and PRELU alphas int8) go float32, the shortest such prefix that
-    meets the goal found by bisection. None when no op of ``order`` has an int16x8 type or even every weighted op
+    outputs the most per MAC that float32 adds (``weight_noise``: int16x8 keeps weights and PRELU alphas int8) go
+    float32, the shortest such prefix that meets the goal found by bisection. None when no op of ``order`` has an int16x8 type or even every weighted op
     in float32 misses the goal. The ranking and the prefix go to ``kept.search["weights_first"]``."""
     from converters.quantize.weight_noise import weight_noise
 
@@ -767,7 +767,12 @@ def _weights_first(model: Model, order: list[int], wanted: dict, state: dict, ru
     if not at_int16.short:
         return at_int16
     noise = weight_noise(model, [i for i in order if floor[i] == "int16"], cal.measure, cal.float_run)
-    ranked = sorted(noise, key=lambda i: -noise[i])
+    # the most noise removed per MAC that float32 adds over int16x8 first (a PRELU's alpha costs no MAC): the
+    # bisection's prefix then holds the cheapest set that removes enough; a floor of 1% of the mean op's MACs
+    # keeps an op of no MACs and no noise from ranking first
+    extra = {i: (1.0 - INT16_COST) * (macs[i] if i < len(macs) else 0) for i in noise}
+    floor_macs = 0.01 * (sum(extra.values()) / len(extra) if extra else 0.0) + 1.0
+    ranked = sorted(noise, key=lambda i: -noise[i] / (extra[i] + floor_macs))
     record["ranked"] = [{"op_index": i, "output": sg.tensors[sg.operators[i].outputs[0]].name,
                          "snr_db_int8_weights_alone": _snr(noise[i])} for i in ranked[:8]]
     lo, hi = 0, len(ranked)  # ranked[:lo] in float32 is short, ranked[:hi] meets
@@ -805,7 +810,7 @@ def _escalation_reasons(model: Model, kept: Guarded, state: dict, order: list[in
             why = "carries a float32 producer's value (kept float between float ops, not requantized)"
         elif how == "weights first" and kind == "float32" and i in set(kept.search["weights_first"]["float32"]):
             first = kept.search["weights_first"]
-            why = (f"its int8 weights cost the outputs the most (int16x8 keeps weights int8): in the shortest prefix "
+            why = (f"its int8 weights cost the outputs the most per MAC (int16x8 keeps them int8): in the shortest prefix "
                    f"of that ranking that meets the goal ({first['prefix']} of {first['of']}, by bisection)")
         elif how == "weights first":
             why = ("int16x8 where the target takes it (float32 where not): int8 activations miss the goal"
