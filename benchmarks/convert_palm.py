@@ -58,12 +58,47 @@ def summary(report: dict, seconds: float) -> dict:
             "widened": [{k: w[k] for k in ("op_index", "op", "to", "reason")} for w in widened]}
 
 
+def litert_snr(tflite: bytes, images: np.ndarray) -> list[float]:
+    """Each output's SNR (dB, over ``images``) of the converted model against the float one, both run in LiteRT
+    (its default kernels: XNNPACK for the float ops, LiteRT's int16x8 kernels)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    def run(content: bytes) -> list[list[np.ndarray]]:
+        it = Interpreter(model_content=content, num_threads=1)
+        it.allocate_tensors()
+        d_in = it.get_input_details()[0]
+        outs = []
+        for x in images:  # integer I/O: quantized in, dequantized out with the tensors' own parameters
+            scale, zp = d_in["quantization"]
+            feed = x[None] if d_in["dtype"] == np.float32 else np.clip(
+                np.round(x[None] / scale) + zp, np.iinfo(d_in["dtype"]).min, np.iinfo(d_in["dtype"]).max)
+            it.set_tensor(d_in["index"], feed.astype(d_in["dtype"]))
+            it.invoke()
+            row = []
+            for d in it.get_output_details():
+                v = it.get_tensor(d["index"]).astype(np.float64)
+                scale, zp = d["quantization"]
+                row.append(v if d["dtype"] == np.float32 else (v - zp) * scale)
+            outs.append(row)
+        return outs
+
+    ref, got = run(PALM.read_bytes()), run(tflite)
+    snrs = []
+    for k in range(len(ref[0])):
+        f = np.concatenate([r[k].ravel() for r in ref])
+        q = np.concatenate([g[k].ravel() for g in got])
+        snrs.append(round(float(10 * np.log10((f @ f) / ((f - q) @ (f - q)))), 2))
+    return snrs
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--json", required=True, help="where the summary goes")
     p.add_argument("--target", default="raspberry-pi-4")
     p.add_argument("--images", type=int, default=16)
     p.add_argument("--full", help="where the whole convert report goes (JSON)")
+    p.add_argument("--litert", action="store_true",
+                   help="also run the written model in LiteRT on 4 other images against the float model there")
     a = p.parse_args(argv)
     from converters import convert
 
@@ -72,10 +107,13 @@ def main(argv=None) -> int:
     result = convert(str(PALM), target=a.target, calibration=calib)
     seconds = time.perf_counter() - start
     out = summary(result.report, seconds)
+    if a.litert:
+        out["litert_snr_db"] = litert_snr(result.tflite, smooth_images(4, seed=1))
     Path(a.json).write_text(json.dumps(out, indent=1, default=str))
     if a.full:
         Path(a.full).write_text(json.dumps(result.report, default=str))
-    print(json.dumps({k: out[k] for k in ("convert_s", "widened_count", "outputs", "met", "cost")}, default=str))
+    print(json.dumps({k: out[k] for k in ("convert_s", "widened_count", "outputs", "met", "cost", "litert_snr_db")
+                      if k in out}, default=str))
     return 0
 
 
