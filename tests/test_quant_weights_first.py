@@ -93,6 +93,10 @@ def test_the_op_whose_int8_weights_lose_the_goal_alone_goes_float32_the_rest_int
     assert cost["macs_float32"] == floats[0]["cost"]["macs"] and cost["macs_float32"] < 0.25 * cost["macs_total"]
     assert g["search"]["int8_mac_share"] > 0.5  # before: 0.18, six ops float32
     assert g["widened_count"] == {"ops": len(g["widened"]), "int16": len(g["widened"]) - 1, "float32": 1}
+    assert first["ranking_seconds"] >= 0
+    notes = converted.report["quantization"]["report"]["notes"]
+    (note,) = [n for n in notes if n.startswith("int8 does not keep this model and int16x8 alone")]
+    assert f"{cost['macs_float32']} MACs in float32, {cost['macs_int16']} in int16x8" in note
 
 
 def test_the_mixed_model_keeps_the_goal_in_litert_against_onnxruntime(converted):

@@ -473,6 +473,14 @@ def _search_notes(guard_record: dict) -> list[str]:
         notes.append(f"int8 does not keep this model: every op the target can widen is widened "
                      f"({widened_text(guard_record['widened_count'])}); cost: {cost.get('macs_float32', 0)} MACs "
                      f"in float32, {cost.get('macs_int16', 0)} in int16x8, {cost.get('bytes', 0)} more bytes")
+    search = guard_record.get("search") or {}
+    if search.get("order") == "weights first":  # int16x8 activations, float32 for the ops whose weights lose it
+        first = search.get("weights_first") or {}
+        notes.append(f"int8 does not keep this model and int16x8 alone does not either (its weights stay int8: "
+                     f"{first.get('int16_floor_worst_snr_db', float('nan')):.1f} dB): widened "
+                     f"{widened_text(guard_record['widened_count'])}, float32 for the {first.get('prefix')} op(s) "
+                     f"whose int8 weights cost the outputs most per MAC; cost: {cost.get('macs_float32', 0)} MACs in "
+                     f"float32, {cost.get('macs_int16', 0)} in int16x8, {cost.get('bytes', 0)} more bytes")
     if (guard_record.get("flash") or {}).get("note"):  # the target's flash held the search back
         notes.append(guard_record["flash"]["note"])
     if guard_record.get("limiting"):

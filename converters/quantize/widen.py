@@ -770,7 +770,9 @@ def _weights_first(model: Model, order: list[int], wanted: dict, state: dict, ru
         "int16_floor_worst_snr_db": worst(_outputs(model, at_int16, cal, io)), "int16_floor_met": not at_int16.short}
     if not at_int16.short:
         return at_int16
+    started = time.monotonic()
     noise = weight_noise(model, [i for i in order if floor[i] == "int16"], cal.measure, cal.float_run)
+    record["ranking_seconds"] = round(time.monotonic() - started, 3)
     # the most noise removed per MAC that float32 adds over int16x8 first (a PRELU's alpha costs no MAC): the
     # bisection's prefix then holds the cheapest set that removes enough; a floor of 1% of the mean op's MACs
     # keeps an op of no MACs and no noise from ranking first
