@@ -133,3 +133,31 @@ def test_the_ranking_rounds_weights_as_the_quantizer_stores_them():
         values = np.frombuffer(q.buffers[qt.buffer].data, np.int8).reshape(qt.shape).astype(np.float64)
         scale = np.asarray(qt.quantization.scale, np.float64).reshape((-1,) + (1,) * (values.ndim - 1))
         np.testing.assert_allclose(int8_rounded(w, axis), values * scale, rtol=1e-6, atol=1e-7)
+
+
+def test_the_ranking_runs_only_the_ops_downstream_and_gives_the_whole_models_figures():
+    """weight_noise runs, per op, only the ops its weights change (fed the float model's other values): the same
+    figure as the whole model run with that op's weights in int8."""
+    from converters.import_onnx import import_onnx
+    from converters.quantize.calibrate import Runner
+    from converters.quantize.weight_noise import _with_int8_constants, downstream, int8_constants, weight_noise
+    from edge_sdk.model.types import Model
+
+    model = import_onnx(_palm_like())
+    assert isinstance(model, Model)
+    sg = model.subgraphs[0]
+    xs = [[x] for x in np.random.default_rng(2).uniform(-1, 1, (2, *sg.tensors[sg.inputs[0]].shape))
+          .astype(np.float32)]
+    ops = [i for i in range(len(sg.operators)) if int8_constants(model, i)]
+    ref = Runner(model)
+    noise = weight_noise(model, ops, xs, ref)
+    last = max(ops)
+    assert len(downstream(model, last)[0].subgraphs[0].operators) < len(sg.operators) // 2
+    for i in ops:
+        whole = Runner(_with_int8_constants(model, i))
+        ratios = []
+        for t in sg.outputs:  # np.array: a Runner's values are views of its memory until its next run
+            f = np.concatenate([np.array(ref(x)[t], np.float64).ravel() for x in xs])
+            q = np.concatenate([np.array(whole(x)[t], np.float64).ravel() for x in xs])
+            ratios.append(((f - q) @ (f - q)) / (f @ f))
+        assert noise[i] == pytest.approx(max(ratios), rel=1e-6, abs=1e-15), i

@@ -66,22 +66,46 @@ def _with_int8_constants(model: Model, i: int) -> Model:
     return out
 
 
+def downstream(model: Model, i: int) -> tuple[Model, list[int]]:
+    """A shallow copy of ``model`` holding only op i and the ops that read what it changes (in their order), its
+    inputs the activations they read from outside that set (fed from the float model's run), its outputs the
+    model outputs it reaches; and those inputs. Op i's weights change only these: the run is shorter (palm's
+    late ops: a few ops of 119)."""
+    sg = model.subgraphs[0]
+    changed = set(sg.operators[i].outputs)
+    ops, made = [], set()
+    for j in range(i, len(sg.operators)):
+        op = sg.operators[j]
+        if j == i or any(t in changed for t in op.inputs):
+            ops.append(op)
+            changed |= {t for t in op.outputs if t >= 0}
+            made |= {t for t in op.outputs if t >= 0}
+    feeds = list(dict.fromkeys(t for op in ops for t in op.inputs
+                               if t >= 0 and t not in made and not is_const(model, t)))
+    out = copy.copy(model)
+    out.subgraphs = [copy.copy(s) for s in model.subgraphs]
+    part = out.subgraphs[0]
+    part.operators, part.inputs = ops, feeds
+    part.outputs = [t for t in sg.outputs if t in changed and is_float(model, t)]
+    return out, feeds
+
+
 def _outputs_runner(model: Model):
-    """run(sample) -> the model's float outputs (copies), by tensor index."""
+    """run(values by tensor) -> the model's outputs (copies), by tensor index."""
     from edge_sdk.runtime.interpreter import Interpreter
 
     interp = Interpreter(model=model)
     interp.allocate_tensors()
+    sg = model.subgraphs[0]
     ins = [d["index"] for d in interp.get_input_details()]
-    outs = [t for t in model.subgraphs[0].outputs if is_float(model, t)]
 
-    def run(sample) -> dict:
+    def run(values: dict) -> dict:
         interp.reset_all_variables()
-        for k, x in zip(ins, sample):
-            interp.set_tensor(k, x)
+        for k, t in zip(ins, sg.inputs):
+            interp.set_tensor(k, values[t])
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             interp.invoke()
-        return {t: np.array(interp.tensor(t)()) for t in outs}
+        return {t: np.array(interp.tensor(t)()) for t in sg.outputs}
 
     return run
 
@@ -90,18 +114,22 @@ def weight_noise(model: Model, ops, samples, float_run) -> dict[int, float]:
     """op index -> the worst output's relative noise power (error power over signal power, finite elements) when
     only that op's int8-stored constants (``int8_constants``) are int8, for the ops of ``ops`` that have such;
     ``float_run(sample)`` gives the float model's values (``CachedRunner``).
-    One float run of the model per op and sample: the caller asks it only when int16 activations fall short."""
+    One float run per op and sample of the ops downstream of it (``downstream``): the caller asks it only when int16
+    activations fall short."""
     samples = [s for _, s in zip(range(RANKING_SAMPLES), samples)]
-    outs = [t for t in model.subgraphs[0].outputs if is_float(model, t)]
-    refs = [{t: np.asarray(float_run(s)[t], np.float64) for t in outs} for s in samples]
+    sg = model.subgraphs[0]
+    # copies: past its cache budget float_run gives views of the interpreter's memory, valid until its next run
+    values = [{**dict(zip(sg.inputs, s)), **{t: np.array(v) for t, v in float_run(s).items()}} for s in samples]
     noise = {}
     for i in (i for i in ops if int8_constants(model, i)):
-        run = _outputs_runner(_with_int8_constants(model, i))
+        part, _ = downstream(_with_int8_constants(model, i), i)
+        outs = part.subgraphs[0].outputs
+        run = _outputs_runner(part) if outs else None
         acc = {t: [0.0, 0.0] for t in outs}
-        for s, ref in zip(samples, refs):
-            got = run(s)
+        for v in values:
+            got = run(v) if run is not None else {}
             for t in outs:
-                f, q = ref[t].reshape(-1), got[t].astype(np.float64).reshape(-1)
+                f, q = np.asarray(v[t], np.float64).reshape(-1), got[t].astype(np.float64).reshape(-1)
                 ok = np.isfinite(f) & np.isfinite(q)
                 d = f[ok] - q[ok]
                 acc[t][0] += float(f[ok] @ f[ok])
