@@ -3,12 +3,15 @@ point 4): the widening search's outcome -- ops per precision, each output's SNR,
 search's steps -- and the convert time, on 16 smooth synthetic 192x192 images (every 5th held back by the guard).
 
     python benchmarks/convert_palm.py --json out.json     # one conversion (minutes: run it with nice)
+
+The model is read from ../shared/models (EDGE_SHARED_MODELS overrides it: a worktree's ../shared is elsewhere).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -18,7 +21,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-PALM = ROOT.parent.parent / "shared" / "models" / "mediapipe" / "palm_detection_lite.tflite"
+SHARED = Path(os.environ.get("EDGE_SHARED_MODELS", ROOT.parent / "shared" / "models"))
+PALM = SHARED / "mediapipe" / "palm_detection_lite.tflite"
 
 
 def smooth_images(n: int, size: int = 192, seed: int = 0) -> np.ndarray:
@@ -100,6 +104,9 @@ def main(argv=None) -> int:
     p.add_argument("--litert", action="store_true",
                    help="also run the written model in LiteRT on 4 other images against the float model there")
     a = p.parse_args(argv)
+    if not PALM.exists():
+        print(f"convert_palm: {PALM} not found (set EDGE_SHARED_MODELS to the shared models folder)", file=sys.stderr)
+        return 2
     from converters import convert
 
     calib = smooth_images(a.images)
