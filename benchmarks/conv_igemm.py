@@ -161,8 +161,13 @@ def _compare(a, paths: list[Path], tmp: Path) -> int:
     items = [] if a.no_cuts else window_conv_cuts(paths, tmp, a.pointwise)
     if not a.no_models:
         items += [(f"{p.stem[:34]} (whole)", p) for p in paths]
+    return compare_items(a, items, f"int8 CONV_2D {'1x1 stride 1 (direct GEMM)' if a.pointwise else 'with a window'}")
+
+
+def compare_items(a, items: list[tuple[str, Path]], what: str) -> int:
+    """Times (name, model path) items on the three workers (a.before, a.rounds, a.seconds) and prints the table."""
     load = os.getloadavg()
-    print(f"int8 CONV_2D {'1x1 stride 1 (direct GEMM)' if a.pointwise else 'with a window'}: C after (this checkout) vs C before ({a.before}) vs XNNPACK (LiteRT 1 thread);"
+    print(f"{what}: C after (this checkout) vs C before ({a.before}) vs XNNPACK (LiteRT 1 thread);"
           f" us of thread CPU time per invoke, median of {a.rounds} rounds of {a.seconds}s bursts, the three in turns; machine: "
           f"{os.cpu_count()} CPUs, load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}")
     workers = {"after": Worker("c", ROOT), "before": Worker("c", a.before), "xnn": Worker("xnn", ROOT)}

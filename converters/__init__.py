@@ -58,6 +58,14 @@ class ConversionResult:
             self.tflite = data
         return Path(path)
 
+    def write(self, path) -> Path:
+        """Write ``tflite`` atomically: the bytes convert() serialized once and its target check measured (``save``
+        serializes ``model`` again, for a model changed after conversion). Returns the path."""
+        from edge_sdk.model import write_bytes
+
+        write_bytes(path, self.tflite)
+        return Path(path)
+
 
 def _version() -> str:
     from edge_sdk import __version__

@@ -485,7 +485,7 @@ def _cmd_convert(args) -> int:
                      "problems": exc.problems, "written": None})
         sys.stderr.write(f"edge convert: error: {exc}\n")
         return _exit_code(exc)
-    result.save(args.output)
+    result.write(args.output)  # the bytes convert() made (and its check measured): one serialisation
     if args.json:
         _print_json({**result.report, "written": args.output})
     else:

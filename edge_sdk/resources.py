@@ -80,7 +80,8 @@ def cache_dir() -> Path:
     """A writable folder for edge-sdk's builds and caches (not created here): ``$EDGE_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/edge-sdk``, else ``~/.cache/edge-sdk``. The one rule: every cache lives under it —
     ``c-runtime/`` (host_tree), ``firmware/`` (tools.flash builds), ``wheels/`` and ``wheelhouse/``
-    (tools.deploy), ``boards.json`` (device.qemu_board.state_path, unless ``$EDGE_STATE_DIR`` is set)."""
+    (tools.deploy), ``c-loaded-models/`` (runtime.c_loaded.c_path), ``shaped/`` (model.input_shapes),
+    ``boards.json`` (device.qemu_board.state_path, unless ``$EDGE_STATE_DIR`` is set)."""
     env = os.environ.get("EDGE_CACHE_DIR")
     if env:
         return Path(env)

@@ -105,6 +105,22 @@ def require_c_runtime() -> None:
         pytest.skip(C_RUNTIME_REASON)
 
 
+def c_backend():
+    """The C runtime's Python binding (edge_sdk.runtime.c_interpreter), its host library built, for a test or helper
+    outside a fixture; the same skip as needs_c_runtime without gcc and make."""
+    require_c_runtime()
+    from edge_sdk.runtime import c_build, c_interpreter
+
+    c_build.build()
+    return c_interpreter
+
+
+@pytest.fixture(scope="module")
+def backend():
+    """The C runtime's binding, built (c_backend): the C-only tests' one fixture (the grid's tests take ``runtime``)."""
+    return c_backend()
+
+
 @pytest.fixture(params=RUNTIMES)
 def runtime(request) -> str:
     """The runtime grid: a test taking ``runtime`` runs once on the Python interpreter and once on the C runtime

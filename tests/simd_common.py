@@ -11,12 +11,6 @@ import numpy as np
 import pytest
 
 
-def build_backend():
-    from edge_sdk.runtime import c_build, c_interpreter
-    c_build.build()
-    return c_interpreter
-
-
 def simd_levels(backend):
     """Yields (lib, the SIMD levels to compare with level 0: every one this CPU runs, none on a CPU without a fast
     path); the level is uncapped again afterwards."""
@@ -26,12 +20,6 @@ def simd_levels(backend):
     top = lib.edge_simd_set(-1)
     yield lib, list(range(1, top + 1))
     lib.edge_simd_set(-1)
-
-
-@pytest.fixture(scope="module")
-def backend():
-    """The C runtime's Python binding, the library built for this host (a fixture: import it into a test module)."""
-    return build_backend()
 
 
 @pytest.fixture(scope="module")

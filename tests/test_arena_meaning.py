@@ -17,7 +17,7 @@ import pytest
 from edge_sdk.runtime.interpreter import Interpreter
 from tests.conftest import needs_c_runtime
 from tests.oprunner import T, op_model
-from tests.simd_common import backend, levels  # noqa: F401 (fixtures)
+from tests.simd_common import levels  # noqa: F401 (a fixture; backend: tests/conftest.py)
 
 pytestmark = needs_c_runtime
 

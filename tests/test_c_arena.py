@@ -42,14 +42,6 @@ def tflm_totals(paths) -> dict[str, int]:
     return out
 
 
-@pytest.fixture(scope="module")
-def backend():
-    from edge_sdk.runtime import c_build, c_interpreter
-
-    c_build.build()
-    return c_interpreter
-
-
 def _runnable():
     return [p for p in shared_models() if p.name not in C_RUNTIME_CANNOT_RUN]
 

@@ -57,6 +57,33 @@ def test_every_public_method_of_the_python_interpreter_is_the_c_runtimes_own():
         assert [p.name for p in c_params] == [p.name for p in py_params], name
 
 
+# The C runtime's own public methods, with what the Python interpreter offers instead: the one type's public surface
+# is the Python Interpreter's plus these (a caller that needs them asks for backend="c").
+C_RUNTIME_ONLY = {
+    "error": "the C runtime's error record (status, node, offset...); the Python interpreter raises its errors",
+    "plan_info": "the C plan's figures (tensor_total, high_water, persistent...); Python: arena_plan()",
+    "plan_entries": "the C plan's buffers as the C runtime placed them; Python: arena_plan()",
+    "enable_trace": "the C runtime's own op timer; Python: invoke_profiled()",
+    "trace": "the C runtime's own op timer's records; Python: invoke_profiled()",
+}
+
+
+def test_both_backends_have_the_same_public_surface():
+    """dir() of both types: the C runtime adds only C_RUNTIME_ONLY (each with what Python offers instead); every
+    figure both runtimes have is on both (packed_weights_bytes, num_threads: bench.py asked hasattr / getattr)."""
+    def public(cls):
+        return {name for name in dir(cls) if not name.startswith("_")}
+
+    assert public(Interpreter) <= public(CInterpreter)
+    assert public(CInterpreter) - public(Interpreter) == set(C_RUNTIME_ONLY)
+    it = Interpreter(model_content=_dynamic_batch_fc(), num_threads=2)
+    assert it.packed_weights_bytes is None and it.num_threads == 2
+    it.allocate_tensors()
+    assert it.packed_weights_bytes == 0
+    assert it.arena_parts() == {"tensors": it.arena_size, "scratch": 0, "fast_path_scratch": 0, "persistent": 0,
+                                "alignment": 0, "init_extra": 0, "packed_weights": 0}
+
+
 @needs_c_runtime
 def test_backend_c_is_an_interpreter_built_by_its_own_constructor():
     data = _dynamic_batch_fc()

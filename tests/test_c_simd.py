@@ -13,7 +13,7 @@ from tests.conftest import shared_model
 from tests.oprunner import T, op_model
 from tests.peers import run_tflm
 from tests.conftest import needs_c_runtime
-from tests.simd_common import backend, levels  # noqa: F401 (fixtures)
+from tests.simd_common import levels  # noqa: F401 (a fixture; backend: tests/conftest.py)
 from tests.simd_common import aarch64_build, run_at_level
 
 pytestmark = needs_c_runtime
@@ -175,6 +175,49 @@ def test_saturating_sums_and_extreme_zero_points(backend, levels):
         feeds = [np.where(rng.random((1, 6, 7, 70)) < 0.5, -128, 127).astype(np.int8)]
         out = _same_at_every_level(backend, levels, model, feeds)[0]
         assert np.unique(out).size > 2
+
+
+@pytest.mark.parametrize("out_zp", [-128, -3, 127])
+@pytest.mark.parametrize("kernel,c,o,act", [(1, 16, 96, "RELU6"), (1, 24, 40, "NONE"), (3, 8, 64, "RELU"),
+                                            (3, 20, 72, "RELU6")])
+def test_vnni_pairs_of_blocks_packed_to_bytes_equal_portable_and_tflm(backend, levels, out_zp, kernel, c, o, act):
+    """At AVX-512 VNNI two whole 16-channel blocks are requantized and packed to 32 bytes together (saturating
+    packs, the zero point added in int16, the clamp on bytes), an odd or partial last block alone: the GEMM (1x1,
+    a narrow input widened) and the indirection conv (3x3), output zero points at both ends (every value
+    saturating one way), RELU / RELU6's narrow clamps; the portable kernel's and TFLM's bytes."""
+    rng = np.random.default_rng((out_zp + 128) * 7 + kernel * 100 + c + o)
+    k = kernel * kernel * c
+    wt = T((o, kernel, kernel, c), "INT8", list(rng.uniform(0.3, 3, o) / (20 * np.sqrt(k))), 0, quantized_dimension=0,
+           data=rng.integers(-127, 128, (o, kernel, kernel, c), dtype=np.int8))
+    b = T((o,), "INT32", 1.0, 0, data=rng.integers(-3000, 3000, o).astype(np.int32))
+    x, y = T((1, 9, 11, c), "INT8", 0.05, int(rng.integers(-20, 20))), T((1, 9, 11, o), "INT8", 0.02, out_zp)
+    model = op_model("CONV_2D", [x, wt, b], [y], options={"padding": "SAME", "stride_h": 1, "stride_w": 1,
+                                                          "dilation_h_factor": 1, "dilation_w_factor": 1,
+                                                          "fused_activation_function": act}, version=3)
+    feeds = [rng.integers(-128, 128, (1, 9, 11, c), dtype=np.int8)]
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+    if act == "NONE" or out_zp < 127:  # RELU / RELU6 from zero point 127 clamp everything to 127
+        assert np.unique(ref[0]).size > 2  # requantized values, not one clamped constant
+
+
+@pytest.mark.parametrize("c,o", [(576, 1024), (130, 40), (72, 17), (5000, 33)])
+def test_conv_1x1_on_one_pixel_equals_portable_and_tflm(backend, levels, c, o):
+    """A 1x1 CONV_2D on a 1x1 input (squeeze-excite, classifier heads): at AVX-512 VNNI the pixel goes through the
+    FULLY_CONNECTED row kernel (its filter packed as the GEMM's); c 5000 is past that path's 4096-byte copy (the
+    indirection tile's). The portable kernel's and TFLM's bytes."""
+    rng = np.random.default_rng(c + o)
+    wt = T((o, 1, 1, c), "INT8", list(rng.uniform(0.3, 3, o) / (20 * np.sqrt(c))), 0, quantized_dimension=0,
+           data=rng.integers(-127, 128, (o, 1, 1, c), dtype=np.int8))
+    b = T((o,), "INT32", 1.0, 0, data=rng.integers(-3000, 3000, o).astype(np.int32))
+    x, y = T((1, 1, 1, c), "INT8", 0.05, int(rng.integers(-20, 20))), T((1, 1, 1, o), "INT8", 0.5, -7)
+    model = op_model("CONV_2D", [x, wt, b], [y], options={"padding": "SAME", "stride_h": 1, "stride_w": 1,
+                                                          "dilation_h_factor": 1, "dilation_w_factor": 1,
+                                                          "fused_activation_function": "RELU"}, version=3)
+    feeds = [rng.integers(-128, 128, (1, 1, 1, c), dtype=np.int8)]
+    ref = _same_at_every_level(backend, levels, model, feeds)
+    np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
+    assert np.unique(ref[0]).size > 2
 
 
 @pytest.mark.parametrize("name", ["tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite",

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import needs_c_runtime
 from tests.oprunner import T, op_model
 from tests.peers import run_litert, run_tflm
-from tests.simd_common import backend, levels  # noqa: F401 (fixtures)
+from tests.simd_common import levels  # noqa: F401 (a fixture; backend: tests/conftest.py)
 from tests.simd_common import assert_close_of_range, run_at_level
 
 pytestmark = needs_c_runtime

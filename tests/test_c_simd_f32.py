@@ -16,7 +16,7 @@ from tests.conftest import shared_model
 from tests.oprunner import T, op_model
 from tests.peers import run_litert
 from tests.conftest import needs_c_runtime
-from tests.simd_common import backend, levels  # noqa: F401 (fixtures)
+from tests.simd_common import levels  # noqa: F401 (a fixture; backend: tests/conftest.py)
 from tests.simd_common import assert_close_of_range, aarch64_build, run_at_level
 
 pytestmark = needs_c_runtime
@@ -574,6 +574,32 @@ def test_fully_connected_sgemm_levels_close_to_portable_and_litert(backend, leve
     feeds = [rng.uniform(-1, 1, (batch, depth)).astype(np.float32)]
     ref = _at_every_level(backend, levels, model, feeds)
     assert_close_of_range(ref[0], run_litert(model, feeds)[0], "portable vs LiteRT reference", tol=1e-4)
+
+
+@pytest.mark.parametrize("kind,m", [("fc", 9), ("fc", 10), ("fc", 11), ("fc", 19), ("conv1x1", 49), ("conv1x1", 9)])
+def test_sgemm_split_last_row_tiles_same_bits_at_both_x86_levels(backend, levels, kind, m):
+    """The AVX-512 tile runs the last 9-11 rows as two tiles of 4-6 (not 8 and 1-3): the AVX2 level's bits (the
+    same FMAs in the same k order whatever the split), and within 1e-4 of LiteRT's reference kernels."""
+    lib, lv = levels
+    if 1 not in lv or 2 not in lv:
+        pytest.skip("needs both x86-64 levels (AVX2 and AVX-512)")
+    rng = np.random.default_rng(m * 7 + len(kind))
+    k, n = 96, 70  # two 32-column pairs and a partial 16-column panel
+    if kind == "fc":
+        model = op_model("FULLY_CONNECTED", [F((m, k)), F((n, k), rng.standard_normal((n, k))),
+                                             F((n,), rng.standard_normal(n))], [F((m, n))],
+                         options={"fused_activation_function": "RELU6"})
+        feeds = [rng.uniform(-1, 1, (m, k)).astype(np.float32)]
+    else:
+        h = int(round(m ** 0.5))
+        model = op_model("CONV_2D", [F((1, h, h, k)), F((n, 1, 1, k), rng.standard_normal((n, 1, 1, k))),
+                                     F((n,), rng.standard_normal(n))], [F((1, h, h, n))],
+                         options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "fused_activation_function": "NONE"},
+                         version=1)
+        feeds = [rng.uniform(-1, 1, (1, h, h, k)).astype(np.float32)]
+    avx2, avx512 = _run(backend, lib, 1, model, feeds)[0], _run(backend, lib, 2, model, feeds)[0]
+    assert avx512.tobytes() == avx2.tobytes(), f"{kind} M {m}: AVX-512 differs from AVX2"
+    assert_close_of_range(avx512, run_litert(model, feeds)[0], "AVX-512 vs LiteRT reference", tol=1e-4)
 
 
 @pytest.mark.parametrize("c", [24, 64, 72, 130])

@@ -9,7 +9,7 @@ import pytest
 
 from converters import convert
 from converters.report import format_conversion
-from edge_sdk.model import reader, write_model, writer
+from edge_sdk.model import read_model, reader, write_model, writer
 from edge_sdk.runtime.interpreter import Interpreter
 from edge_sdk.runtime.planner import arena_words
 from edge_sdk.targets import profiles
@@ -136,3 +136,7 @@ def test_cli_convert_loads_the_profile_once(source, tmp_path, monkeypatch, capsy
                      str(tmp_path / "calib.npy"), "--min-snr", "10"])
     assert code == 0, capsys.readouterr()
     assert seen["profiles"] == ["rp2040-pico"] and out.exists()
+    # one serialisation, the bytes written are those the check measured; three parses: the command's check of SRC
+    # (a damaged file named before any work), the importer's and the check's own
+    assert seen["writes"] == [None] and len(seen["reads"]) == 3
+    assert out.read_bytes() == write_model(read_model(out))

@@ -32,14 +32,6 @@ FW = ROOT / "firmware_c"
 pytestmark = needs_c_runtime
 
 
-@pytest.fixture(scope="module")
-def backend():
-    from edge_sdk.runtime import c_build, c_interpreter
-
-    c_build.build()
-    return c_interpreter
-
-
 def _plan_tuples(plan):
     return [(b.key, b.offset, b.size, b.first_use, b.last_use) for b in plan.buffers], plan.total
 

@@ -25,7 +25,7 @@ from tests.conftest import needs_c_runtime
 from tests.oprunner import T, m4_image_mismatches, op_model, run_ours
 from tests.peers import run_tflm
 from tests.test_c_kernels_fc_dsp import _b, _out, _w
-from tests.test_ops_conv import _run_c, _run_exe, backend  # noqa: F401 (fixtures; dsp_runner: tests/conftest.py)
+from tests.test_ops_conv import _run_c, _run_exe  # backend, dsp_runner: tests/conftest.py
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"

@@ -19,7 +19,7 @@ from edge_sdk.targets import c_check
 from tests.conftest import needs_c_runtime, shared_model
 from tests.oprunner import m4_image_mismatches
 from tests.test_mcu_kernels import DW_CASES, _dw_model
-from tests.test_ops_conv import _run_c, backend  # noqa: F401 (fixtures; dsp_runner: tests/conftest.py)
+from tests.test_ops_conv import _run_c  # backend, dsp_runner: tests/conftest.py
 
 TFLM_MICRO_SPEECH_ARENA = 6_836  # TFLM + CMSIS-NN's arena_used_bytes (NOTES.md, 2026-12-02)
 

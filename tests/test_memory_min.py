@@ -546,11 +546,12 @@ def test_c_conv_int8_compact_requantization_under_the_least_ram_plan(seed):
     where no SIMD fast path packs it (the Cortex-M builds; here SIMD level 0): outputs bit-exact with the layer plan and TFLM,
     the persistent part 3 bytes a channel smaller (rounded to the 8-byte steps)."""
     from tests.peers import run_tflm
-    from tests.simd_common import build_backend, run_at_level, simd_levels
+    from tests.conftest import c_backend
+    from tests.simd_common import run_at_level, simd_levels
 
     rng = np.random.default_rng(7000 + seed)
     data, o, feeds = _conv_int8_case(rng, generic=seed % 3 == 2)
-    backend = build_backend()
+    backend = c_backend()
     for lib, _ in simd_levels(backend):
         layer = run_at_level(backend, lib, 0, data, feeds, memory="layer")
         small = run_at_level(backend, lib, 0, data, feeds, memory="inplace")

@@ -374,3 +374,32 @@ def test_the_c_runtime_skip_check_sees_a_copy():
           "from tests.conftest import HAVE_C_RUNTIME\nif not HAVE_C_RUNTIME:\n    pass\n"
     assert len(c_runtime_checks(own)) == 3
     assert c_runtime_checks('shutil.which("arm-none-eabi-gcc")\nneeds_c_runtime\n') == []
+
+
+def c_runtime_fixtures(source: str, name: str = "<test>") -> list[str]:
+    """A fixture or helper of a test module that builds the C runtime and hands out its binding (``c_build.build()``
+    then ``return c_interpreter``): conftest's ``backend`` fixture and ``c_backend()`` do that once."""
+    found = []
+    for node in ast.walk(ast.parse(source, name)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        calls = [c for c in ast.walk(node) if isinstance(c, ast.Call) and ast.unparse(c.func) == "c_build.build"]
+        returns = any(isinstance(r, ast.Return) and r.value is not None and "c_interpreter" in ast.unparse(r.value)
+                      for r in ast.walk(node))
+        if calls and returns:
+            found.append(f"{name}:{node.lineno}: {node.name}")
+    return found
+
+
+def test_the_c_runtime_fixture_lives_in_conftest():
+    """One fixture hands the C-only tests the built binding (tests/conftest.py: backend, c_backend): no module
+    keeps its own copy (there were four: simd_common, test_c_arena, test_ops_conv, test_firmware_c)."""
+    bad = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        if path.name != "conftest.py" and "c_build" in (text := path.read_text()):
+            bad += c_runtime_fixtures(text, f"tests/{path.name}")
+    assert not bad, "own C-runtime fixtures (use tests.conftest's backend fixture / c_backend()):\n" + "\n".join(bad)
+    own = ("@pytest.fixture(scope='module')\ndef backend():\n    c_build.build()\n    return c_interpreter\n"
+           "def build_backend():\n    c_build.build()\n    return c_interpreter\n"
+           "def test_x():\n    c_build.build()\n    assert 1\n")
+    assert c_runtime_fixtures(own) == ["<test>:2: backend", "<test>:5: build_backend"]

@@ -439,15 +439,6 @@ def test_macs_counts():
 # (each case seeded by its parameters; "kind": int8, int16 (int64 bias), int16_32 (int32 bias), float)
 
 
-@pytest.fixture(scope="module")
-def backend():
-    """The C runtime's binding, built (the C-only tests below: DSP path, build switches, Cortex-M4 asm)."""
-    from edge_sdk.runtime import c_build, c_interpreter
-
-    c_build.build()
-    return c_interpreter
-
-
 # dsp_runner (edge-run-c with -DEDGE_EMULATE_DSP): tests/conftest.py, built once per session
 
 

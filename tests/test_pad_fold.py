@@ -21,7 +21,7 @@ from edge_sdk.model import schema
 from edge_sdk.runtime import planner
 from tests.conftest import needs_c_runtime
 from tests.peers import run_litert, run_tflm
-from tests.simd_common import backend, levels, run_at_level  # noqa: F401 (fixtures)
+from tests.simd_common import levels, run_at_level  # noqa: F401 (levels: a fixture; backend: tests/conftest.py)
 from tests.test_patching import chain_model
 
 # ONNX-style PAD + VALID conv pairs: asymmetric pads, stride 2, depthwise and conv, one after another

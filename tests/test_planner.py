@@ -258,3 +258,121 @@ def test_the_c_backend_builds_the_plan_the_planner_chose(case, memory):
     assert c.memory_plan == want
     if want != "patch":
         assert _placed_in_place(c) == (want == "inplace")
+
+
+# ------------------------------------------------------------------------ what the C runtime is given, decided once
+def request_decisions(source: str, where: str = "<source>") -> list[str]:
+    """Comparisons that decide what a memory request gets outside the planner: ``x == "min"`` / ``x != "min"``
+    (whether it runs a stage: planner.builds_stage / c_stage_for) and ``x in ("inplace", "min")`` or any literal
+    of two or more plan names (EDGE_INIT_MEMORY_MIN: planner.c_memory_min, c_runner_flags)."""
+    import ast
+
+    plans = set(planner.MEMORY_PLANS) | set(planner.REALISED_PLANS)
+    bad = []
+    for node in ast.walk(ast.parse(source, where)):
+        if not isinstance(node, ast.Compare):
+            continue
+        for side in (node.left, *node.comparators):
+            named = [e.value for e in getattr(side, "elts", ()) if isinstance(e, ast.Constant) and e.value in plans]
+            if (isinstance(side, ast.Constant) and side.value == "min") or len(named) >= 2:
+                bad.append(f"{where}:{node.lineno}: {ast.unparse(node)}")
+                break
+    return bad
+
+
+def test_only_the_planner_decides_what_a_memory_request_gets():
+    """EDGE_INIT_MEMORY_MIN and the stage for a request were decided in nine places (CInterpreter twice, its
+    runner flags, c_check, check twice, flash three times, export twice); now planner.c_memory_min /
+    builds_stage / c_stage_for / c_runner_flags."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    bad = []
+    for path in sorted([*(root / "edge_sdk").rglob("*.py"), *(root / "converters").rglob("*.py")]):
+        text = path.read_text()
+        quoted = any(f"{q}{name}{q}" in text for name in ("layer", "inplace", "min", "patch") for q in "'\"")
+        if path.name != "planner.py" and "_bundled" not in path.parts and quoted:
+            bad += request_decisions(text, str(path.relative_to(root)))
+    assert not bad, "memory-request decisions outside edge_sdk/runtime/planner.py:\n" + "\n".join(bad)
+    assert request_decisions('a = m == "min"\nb = m in ("inplace", "min")\nc = m == "layer"\nd = m in ("x",)\n') == [
+        "<source>:1: m == 'min'", "<source>:2: m in ('inplace', 'min')"]
+
+
+@pytest.mark.parametrize("memory", [None, *planner.MEMORY_PLANS])
+def test_the_c_init_of_each_request(memory, conv_chain):
+    data, _ = conv_chain
+    stage = planner.c_stage_for(data, memory)
+    assert planner.c_memory_min(memory) == (memory in ("inplace", "min"))
+    assert (stage is not None) == (memory == "min") and (stage is None or stage == planner.c_patch_stage(data))
+    flags = planner.c_runner_flags(memory, stage)
+    if memory == "min":
+        assert flags == ["--memory-min", "--patch", f"{stage.nodes[0]},{stage.nodes[-1]},{stage.grid[0]},"
+                                                    f"{stage.grid[1]}"]
+    else:
+        assert flags == (["--memory-min"] if memory == "inplace" else [])
+        assert planner.c_runner_flags(memory, planner.c_patch_stage(data)) == flags  # a stage only under "min"
+
+
+# ------------------------------------------------------------------------ the PAD folds a plan carries, decided once
+def test_pad_folds_are_decided_where_the_requests_are_made():
+    """Which PADs a plan folds is decided once, by the requests it is planned over (buffer_requests: folded_pads'
+    unless delegates partition the graph; stage_requests: none under a patch stage). inplace_aliases, plan_tensors,
+    the interpreters and patch_tradeoff read the requests' folds (Requests.pad_folds, TensorPlan.pad_folds,
+    folds_under) instead of working them out again from the model."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    callers = []
+    for path in sorted((root / "edge_sdk").rglob("*.py")):
+        if "folded_pads" not in (text := path.read_text()):
+            continue
+        for f in ast.walk(ast.parse(text)):
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+                    isinstance(c, ast.Call) and ast.unparse(c.func).endswith("folded_pads")
+                    and not ast.unparse(c.func).startswith("self.") for c in ast.walk(f)):
+                callers.append(f"{path.relative_to(root)}:{f.name}")
+    assert sorted(callers) == ["edge_sdk/runtime/planner.py:buffer_requests", "edge_sdk/runtime/planner.py:folds_under"]
+
+
+def test_the_patch_grids_are_priced_over_the_stages_own_requests():
+    """patch_tradeoff's rows are planned over the requests the stage was chosen over (no PAD folds): the chosen
+    row's RAM is the least-RAM plan's. It priced them over the folded requests (a PAD before the stage folded into
+    its depthwise conv: 2368 B printed for a 2576 B plan, int8)."""
+    from edge_sdk.model import read_model
+
+    data = chain_model(list(CHAINS["pad_then_valid"]), dtype="INT8")
+    model = read_model(data)
+    infos = planner.declared_infos(model)
+    assert len(planner.folded_pads(model, infos)) == 1
+    least = planner.plan_tensors(model, infos, "min")
+    assert least.memory_plan == "patch" and least.pad_folds == ()  # a patch plan folds no PAD
+    assert planner.plan_tensors(model, infos, "inplace").pad_folds == tuple(planner.folded_pads(model, infos))
+    chosen = [r for r in planner.patch_tradeoff(data, 10 ** 9) if r["chosen"]]
+    assert [r["ram"] for r in chosen] == [least.total]
+
+
+def test_only_the_planner_places_an_arena():
+    """Every arena placement (arena.plan / plan_aliased) is the planner's (or patching's, for it): the interpreter
+    placed the layer plan itself under delegate partitions; now plan_tensors(..., delegated=True)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    placing = re.compile(r"\b_?arena\.(plan|plan_aliased)\(")
+    bad = [f"{p.relative_to(root)}:{n}" for p in sorted((root / "edge_sdk").rglob("*.py"))
+           if p.name not in ("planner.py", "patching.py", "arena.py")
+           for n, line in enumerate(p.read_text().splitlines(), 1) if placing.search(line)]
+    assert not bad, "arena placements outside the planner:\n" + "\n".join(bad)
+
+
+def test_delegate_partitions_get_the_layer_plan(conv_chain):
+    from edge_sdk.model import read_model
+
+    data, _ = conv_chain
+    model = read_model(data)
+    infos = planner.declared_infos(model)
+    layer = planner.plan_tensors(model, infos, "layer")
+    for memory in planner.MEMORY_PLANS:
+        got = planner.plan_tensors(model, infos, memory, delegated=True)
+        assert (got.memory_plan, got.total, got.stage) == ("layer", layer.total, None), memory

@@ -281,7 +281,7 @@ def test_float16_weights_fold_out_of_the_plan_and_pack_once():
     from edge_sdk import Interpreter
     from edge_sdk.model import read_model
     from edge_sdk.runtime import planner
-    from tests.simd_common import build_backend
+    from tests.conftest import c_backend
 
     fp16, plain = _fp16_pair()
     model = read_model(fp16)
@@ -294,7 +294,7 @@ def test_float16_weights_fold_out_of_the_plan_and_pack_once():
     py.allocate_tensors()
     assert not set(folded) & {b.key for b in py.arena_plan().buffers}  # no arena bytes for folded weights
     assert py.folded_bytes == sum(folded.values())
-    backend = build_backend()
+    backend = c_backend()
     outs, packed = {}, {}
     for name, data in (("fp16", fp16), ("plain", plain)):
         c = backend.CInterpreter(model_content=data)

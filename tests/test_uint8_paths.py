@@ -21,7 +21,7 @@ import pytest
 
 from edge_sdk.cli import main
 from edge_sdk.model import read_model
-from edge_sdk.runtime import uint8
+from edge_sdk.runtime import c_loaded, uint8
 from tests.conftest import needs_c_runtime
 from tests.oprunner import peer_outputs
 from tests.test_ops_uint8 import CASES, _ssd_model
@@ -56,7 +56,7 @@ def _same_as_litert(got: list[np.ndarray], want: list[np.ndarray]) -> None:
 def test_presented_model_is_no_bigger_and_says_what_flips():
     """The bytes the C runtime loads: no UINT8 quantized tensor left, the constants flipped in place (the model's
     own weights bytes, not a second copy beside them), and the I/O a user's code flips."""
-    data, pairs = uint8.c_bytes(DETECTOR)
+    data, pairs = c_loaded.c_bytes(DETECTOR)
     presented = read_model(data)
     assert pairs and not uint8.presented_tensors(presented)
     assert not any(t.type == "UINT8" for t in presented.subgraphs[0].tensors)
@@ -67,8 +67,8 @@ def test_presented_model_is_no_bigger_and_says_what_flips():
     assert uint8.c_io(model, pairs) == ((0,), (4,))
     note = uint8.c_io_note(model, pairs)
     assert "input 0 'image'" in note and "output 4 'probs'" in note and "uint8 ^ 0x80" in note
-    assert uint8.c_bytes(CASES["QUANTIZE float->uint8"][0])[1]  # a float input, a UINT8 output
-    assert uint8.c_bytes(uint8.c_bytes(CASES["ADD"][0])[0])[1] == frozenset()  # presenting twice changes nothing
+    assert c_loaded.c_bytes(CASES["QUANTIZE float->uint8"][0])[1]  # a float input, a UINT8 output
+    assert c_loaded.c_bytes(c_loaded.c_bytes(CASES["ADD"][0])[0])[1] == frozenset()  # presenting twice changes nothing
 
 
 @needs_c_runtime
@@ -80,7 +80,7 @@ def test_the_c_runtime_refuses_a_raw_uint8_model_naming_the_node(monkeypatch):
     from edge_sdk.tools.run_backend import choose_runtime
 
     assert choose_runtime(DETECTOR, "c").name == "c"
-    monkeypatch.setattr(uint8, "c_model", lambda model, data: (model, data, frozenset()))
+    monkeypatch.setattr(c_loaded, "c_model", lambda model, data: (model, data, frozenset()))
     interp = CInterpreter(model_content=DETECTOR)
     with pytest.raises(UnsupportedOpError) as err:
         interp.allocate_tensors()
@@ -99,7 +99,7 @@ def test_edge_check_on_host_and_mcu_targets(detector, capsys):
     assert main(["check", str(detector), "--target", "stm32f746-disco", "--json"]) == 0
     mcu = json.loads(capsys.readouterr().out)
     assert mcu["verdict"] == "runs" and mcu["checked_by"] == "c-runtime", mcu["problems"]
-    assert mcu["model_bytes"] == len(uint8.c_bytes(DETECTOR)[0]) and mcu["arena_size"] > 0
+    assert mcu["model_bytes"] == len(c_loaded.c_bytes(DETECTOR)[0]) and mcu["arena_size"] > 0
     assert any("input 0 'image'" in n and "output 4 'probs'" in n and "uint8 ^ 0x80" in n for n in mcu["notes"])
 
 

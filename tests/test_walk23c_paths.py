@@ -179,13 +179,13 @@ def test_the_c_runtime_names_the_raw_uint8_tensor_it_refuses(monkeypatch):
     """Handed a legacy UINT8 model's own bytes (not presented as INT8), the C runtime's one line names the node
     and the tensor (index and name) it cannot run, and the Python side says how every edge tool presents it."""
     from edge_sdk.errors import UnsupportedOpError
-    from edge_sdk.runtime import uint8
+    from edge_sdk.runtime import c_loaded
     from edge_sdk.runtime.c_interpreter import CInterpreter
     from edge_sdk.tools.run_backend import c_refusal
     from tests.test_ops_uint8 import CASES
 
     model, _ = CASES["ADD"][:2]  # ADD on UINT8 inputs and output
-    monkeypatch.setattr(uint8, "c_model", lambda m, data: (m, data, frozenset()))
+    monkeypatch.setattr(c_loaded, "c_model", lambda m, data: (m, data, frozenset()))
     interp = CInterpreter(model_content=model)
     with pytest.raises(UnsupportedOpError) as err:
         interp.allocate_tensors()
@@ -197,7 +197,7 @@ def test_the_c_runtime_names_the_raw_uint8_tensor_it_refuses(monkeypatch):
     assert msg.startswith(f"node 0 (ADD code 0 v1): tensor {t} '{sg.tensors[t].name}' UINT8: unsupported tensor "
                           "type"), msg
     assert "\n" not in text and text.endswith("as every edge tool hands it over [EDGE_UNSUPPORTED_TYPE]"), text
-    assert "a legacy quantized_uint8 tensor" in text and "uint8.c_bytes" in text
+    assert "a legacy quantized_uint8 tensor" in text and "c_loaded.c_bytes" in text
     assert c_refusal(err.value).startswith(f"C runtime refuses node 0 ADD: tensor {t} '{sg.tensors[t].name}' UINT8")
 
 
@@ -218,14 +218,14 @@ def _litert(model, inputs):
 
 def test_load_model_presents_a_uint8_model_and_the_link_flips_its_io():
     """SerialLink.load_model sent a legacy UINT8 model's own bytes: now the bytes every C path runs
-    (uint8.c_bytes), and the link declares, takes and returns the model's UINT8 I/O (the emulator device runs
+    (c_loaded.c_bytes), and the link declares, takes and returns the model's UINT8 I/O (the emulator device runs
     what it is sent, as the C runtime would run the presented model)."""
     from edge_sdk.device.emulator import DeviceEmulator
     from edge_sdk.device.serial_link import SerialLink
-    from edge_sdk.runtime import uint8
+    from edge_sdk.runtime import c_loaded
 
     model, inputs = _uint8_add()
-    presented, pairs = uint8.c_bytes(model)
+    presented, pairs = c_loaded.c_bytes(model)
     with DeviceEmulator(None, max_frame=256) as emu:  # listening
         link = SerialLink(emu.url, timeout=0.5)
         try:

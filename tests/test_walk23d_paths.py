@@ -5,7 +5,8 @@
 * a tensor whose data was folded away (a PAD folded into the conv that reads it): get_tensor / tensor() raise
   LiteRT's "Tensor data is null" with the reason on both backends, get_tensor_details marks it ``no_data``;
 * `edge serve` of a model with a -1 beyond the batch axis and no --input-shape: each request runs at its own
-  shape (as LiteRT after resize_tensor_input), a shape the model cannot run at is a 400 naming it.
+  shape (as LiteRT after resize_tensor_input), on either backend; a shape the model cannot run at is a 400
+  naming it.
 """
 
 from __future__ import annotations
@@ -65,8 +66,12 @@ def test_a_folded_pads_output_is_null_and_marked_on_both_backends(backend, dtype
 
 
 # --------------------------------------------------------------------------- serve: one shape per request
-def test_serve_runs_each_request_of_a_dynamic_model_at_its_own_shape():
-    with Server(log_mel_like(), port=0, max_batch=4) as srv:
+@pytest.mark.parametrize("backend", ["python", pytest.param("c", marks=needs_c_runtime)])
+def test_serve_runs_each_request_of_a_dynamic_model_at_its_own_shape(backend):
+    """On both backends (`--backend c`: judged by its ops at start, not prepared at the stored placeholder [1, 1]
+    where its RESHAPE cannot run; each request's shape is a CInterpreter resized to it)."""
+    with Server(log_mel_like(), port=0, max_batch=4, backend=backend) as srv:
+        assert srv.runtime.name == backend, srv.runtime
         assert "each request runs alone at its own shape" in srv.batch_note
         for frames in (4, 9, 3, 4):
             x = np.random.default_rng(frames).standard_normal((frames, BINS)).astype(np.float32)
@@ -124,3 +129,40 @@ def test_bench_on_a_loopback_device_runs_the_real_input_data(lab, tmp_path):
     assert r["host"] == "pi1" and "/.edge-sdk/bench/inputs-" in r["inputs"] and r["inputs"].endswith(".npy")
     assert r["input_shapes"] == [{"name": "x", "shape": [6, BINS]}]  # the file's length, on the device
     assert [o["op"] for o in r["ops"]] == ["RESHAPE", "CONV_2D", "RESHAPE"]
+
+
+def test_serve_does_not_batch_a_model_whose_input_holds_an_output_shape():
+    """serve's batching probe (made-up feeds) asks Interpreter.required_input_values: an input read as RESHAPE's
+    shape has one legal value, which a batch of 2 would change, so the server serves one request at a time and
+    says why (was: a random shape fed, a DataError reported as 'cannot run with a batch axis of 2')."""
+    from edge_sdk.model import write_model
+    from edge_sdk.model.builder import GraphBuilder
+
+    g = GraphBuilder()
+    x = g.input("x", (1,), "FLOAT32")
+    shape = g.input("wanted_shape", (1,), "INT32")
+    y = g.tensor("y", (1,), "FLOAT32")
+    g.op("RESHAPE", [x, shape], [y])
+    g.output(y)
+    with Server(write_model(g.build()), port=0, max_batch=4, backend="python") as srv:
+        assert srv.max_batch == 1
+        assert "input 'wanted_shape' holds an output shape" in srv.batch_note, srv.batch_note
+
+
+@needs_c_runtime
+def test_serve_backend_c_runs_a_computed_parameter_at_each_requests_shape():
+    """`edge serve --backend c` of a dynamic model whose PAD paddings are computed from SHAPE(x): each request's
+    length gets its own C bytes (the paddings a constant there: runtime.c_loaded), outputs as LiteRT's."""
+    from tests.oprunner import run_peer
+    from tests.test_shape_arithmetic import pad_to_model
+
+    with Server(pad_to_model(5, 3), port=0, backend="c") as srv:
+        assert srv.runtime.name == "c", srv.runtime
+        for n in (5, 9, 1):
+            x = np.random.default_rng(n).standard_normal((1, n, 3)).astype(np.float32)
+            status, doc, _ = predict(srv, x)
+            assert status == 200, doc
+            (want,) = run_peer(pad_to_model(n, 3), [x], "litert")
+            np.testing.assert_allclose(np.asarray(doc["outputs"][0], np.float32), want, rtol=1e-6, atol=1e-6)
+        status, doc, _ = predict(srv, np.ones((1, 13, 3), np.float32))  # longer than the pad target: a 400
+        assert status == 400 and "input shapes [[1, 13, 3]]" in doc["error"], doc

@@ -171,20 +171,13 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     excluded = resolve_exclude(model, exclude)
     report = _new_report(model, mode, io, excluded)
     if mode in ("fp16", "dynamic"):
-        result = _fp16(model, report) if mode == "fp16" else _dynamic(model, excluded, report)
-        if measure_error:
-            report["guard"] = _float_mode_guard(model, result.model, mode, calibration, min_snr, limit, seed)
-            if report["guard"].get("measured") is False:
-                report["notes"].append(report["guard"]["not_measured"])
-            report["notes"] += report["guard"].get("unreached", [])
-        return result
-
-    act = "INT8" if mode == "int8" else "INT16"
-    io = "int8" if io == "int16" else io  # "integer I/O": the activation type
+        return _float_weights(model, mode, excluded, calibration, measure_error, min_snr, limit, seed, report)
     if precision not in PRECISIONS:
         raise ModelError(f"quantize: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    act = "INT8" if mode == "int8" else "INT16"
+    io = "int8" if io == "int16" else io  # "integer I/O": the activation type
+    # which ops the target cannot take in the mode's type (float32 by rule) and which stay float32 at the end
     rule, rule_target, no_rule, tails = _float_by_rule(model, act, excluded, precision, target, mode)
-    flash = _flash_budget(target, precision)
     excluded = excluded | {i for i, _ in no_rule}
     check_ops(model, act, excluded)
     sub_no_rule = check_subgraph_ops(model, act, precision == "auto") if has_control_flow(model) else {}
@@ -195,6 +188,57 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         model, calibration = _equalized(model, report, calibration, limit, holdout)
         model, calibration = prepare_int8(model, calibration, limit, holdout, report)  # quantize/migrate.py
 
+    cal, patches, plan = _calibrated(model, calibration, mode, act, method, percentile, limit, seed, holdout,
+                                     excluded, bias_correction, precision, sub_no_rule, report)
+    report["joins"], excluded, wide16 = keep_wide_joins(model, cal.ranges, act, io, excluded, report["notes"])
+    for i, why in tails:
+        report["notes"].append(f"{op_label(model, i)} stays float32 (a float output): {why}")
+    log.stage(f"quantizing to {mode}")
+    build = _Build(model, cal, act, io, excluded, wide16, tails, plan)
+    first = _corrected(model, build, build(excluded), cal, patches, excluded, report)
+    if cal.error_ranges is not None:  # method "auto": min / max or a clipped set of ranges, as measured
+        first, chosen = _choose_ranges(model, build, first, cal, excluded, io)
+        report["calibration_choice"] = chosen
+        report["notes"].append(f"activation ranges: {chosen['chosen']} (worst output SNR: "
+                               + "; ".join(f"{k} {v:.1f} dB" for k, v in chosen["worst_snr_db"].items()) + ")")
+    zero_div = _zero_divisors_float(model, first[1], cal, rule, target, mode, report)
+    if zero_div:  # never written: a quantized DIV whose divisor may be its zero point stays float32
+        no_rule = no_rule + zero_div
+        excluded = build.excluded = excluded | {i for i, _ in zero_div}
+        first = build(excluded)
+    kept = None
+    if measure_error or precision == "auto":
+        kept = _search(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule,
+                       task_judge, build.inputs, report, build.prepared, _flash_budget(target, precision))
+        first = kept.qmodel, kept.graph
+        report["notes"] += int16_output_notes(model, kept.graph, io, kept.w16) + float_output_notes(
+            model, kept.graph, io)
+        report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
+                                       len(cal.measure), no_rule, rule_target)
+        report["guard"]["synthetic"] = cal.synthetic
+        report["notes"] += _search_notes(report["guard"])
+    return _result(model, *first, cal, method, percentile, kept.layers if measure_error else None, report)
+
+
+def _float_weights(model: Model, mode: str, excluded: set, calibration, measure_error: bool, min_snr: float, limit,
+                   seed: int, report: dict) -> QuantizationResult:
+    """fp16 / dynamic-range: the weights change type, the activations stay float32; the guard measures it."""
+    result = _fp16(model, report) if mode == "fp16" else _dynamic(model, excluded, report)
+    if measure_error:
+        report["guard"] = _float_mode_guard(model, result.model, mode, calibration, min_snr, limit, seed)
+        if report["guard"].get("measured") is False:
+            report["notes"].append(report["guard"]["not_measured"])
+        report["notes"] += report["guard"].get("unreached", [])
+    return result
+
+
+def _calibrated(model: Model, calibration, mode: str, act: str, method: str, percentile: float, limit, seed: int,
+                holdout: int, excluded: set, bias_correction: bool, precision: str, sub_no_rule: dict, report: dict):
+    """The float activations' ranges: observed on ``calibration`` (synthetic samples in the given ranges without
+    it), the source's given ranges kept, one range per value crossing a subgraph call. -> (Calibration, the
+    bias correction's patch means or None, the subgraphs' plan or None). With ``bias_correction`` the first
+    calibration samples are kept for the sequential correction where it applies (precision "int8", no subgraphs,
+    a layer to fit: see ``quantize``'s docstring)."""
     # The source's own activation ranges (a QDQ graph's pairs) replace the observed ones; without calibration
     # data every activation needs one, and the guard measures on synthetic samples in the inputs' ranges.
     given = given_ranges(model)
@@ -206,9 +250,9 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if has_control_flow(model):  # IF / WHILE subgraphs: every call observed (a one-shot source comes back as a list)
         seen, calibration = calibrate_subgraphs(model, calibration, limit, holdout)
     patches = PatchMeans(model) if bias_correction else None
-    cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout, patches,
-                    fit=SEQUENTIAL_SAMPLES if bias_correction and precision == "int8" and not has_control_flow(model)
-                    and has_candidates(model) else 0)  # not under the widening search yet: see the docstring
+    sequential = bias_correction and precision == "int8" and seen is None and has_candidates(model)
+    fit = SEQUENTIAL_SAMPLES if sequential else 0
+    cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout, patches, fit=fit)
     cal.float_run = CachedRunner(cal.float_run, MEASURE_CACHE_BYTES)  # every measurement compares with it
     if given:
         _keep_given_ranges(cal, covered, synthetic, report)
@@ -219,33 +263,46 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         unify(model, [cal.ranges] + list((cal.error_ranges or {}).values()), sub_ranges)
         plan = SubgraphPlan(model, sub_ranges, seen.runs, act, sub_no_rule)
         report["notes"] += plan.notes()
-    report["joins"], excluded, wide16 = keep_wide_joins(model, cal.ranges, act, io, excluded, report["notes"])
-    for i, why in tails:
-        report["notes"].append(f"{op_label(model, i)} stays float32 (a float output): {why}")
-    log.stage(f"quantizing to {mode}")
+    return cal, patches, plan
 
-    src = {"model": model}  # the graph's source: bias-corrected once measured (float ops keep their own bias)
-    inputs = {"float": False}  # model inputs read by float32 ops alone stay float32 (a second search, below)
-    prepared = Prepared()  # the last built model's interpreter, prepared by verify: the task judge runs it there
 
-    def build(excl, w16=frozenset()):
-        widened = (set(excl) - excluded) | {i for i, _ in tails}  # float32 by the guard: they keep float outputs
-        biases, moved = src["model"], (set(excl) - excluded) | set(w16)
-        if src.get("per_layer") is not None and moved:
+class _Build:
+    """build(excluded, w16) -> (integer model, its QuantGraph): the ops in ``excluded`` float32, those in ``w16``
+    int16x8, the rest in the mode's type, verified and prepared (``prepared``: the task judge runs it there).
+    What the builds share: the graph's ``source`` (bias-corrected once measured; float ops keep their own bias),
+    ``per_layer`` (the per-layer corrected source, before the sequential corrections) and ``inputs["float"]``
+    (model inputs read by float32 ops alone stay float32: the widening search's second try sets it)."""
+
+    def __init__(self, model: Model, cal, act: str, io: str, excluded: set, wide16, tails: list, plan):
+        self.model, self.cal, self.act, self.io, self.wide16, self.plan = model, cal, act, io, wide16, plan
+        self.excluded = excluded  # the ops float32 by rule or by the user: not "widened by the guard"
+        self.tails = {i for i, _ in tails}  # float32 by the guard: they keep float outputs
+        self.source, self.per_layer = model, None
+        self.inputs = {"float": False}
+        self.prepared = Prepared()
+
+    def __call__(self, excl, w16=frozenset()):
+        widened = (set(excl) - self.excluded) | self.tails
+        biases, moved = self.source, (set(excl) - self.excluded) | set(w16)
+        if self.per_layer is not None and moved:
             # the sequential corrections from a widened op on were fitted to its int8 values: those layers keep the
             # per-layer ones (their own int8 weights' shift, still true at int16 or after a float op)
-            biases = restore_biases(biases, src["per_layer"], downstream(model, moved))
-        qm, g = integer_graph(restore_biases(biases, model, excl), cal.ranges, act, io, excl, wide16, w16,
-                              widened, inputs["float"])
-        if plan is not None:
-            qm = attach_subgraphs(qm, model, plan)
+            biases = restore_biases(biases, self.per_layer, downstream(self.model, moved))
+        qm, g = integer_graph(restore_biases(biases, self.model, excl), self.cal.ranges, self.act, self.io, excl,
+                              self.wide16, w16, widened, self.inputs["float"])
+        if self.plan is not None:
+            qm = attach_subgraphs(qm, self.model, self.plan)
         qm = drop_unused_buffers(clear_given_ranges(qm))
-        prepared.hold(qm, verify(qm))
+        self.prepared.hold(qm, verify(qm))
         return qm, g
 
-    qmodel, g = first = build(excluded)
+
+def _corrected(model: Model, build: _Build, first, cal, patches, excluded: set, report: dict):
+    """The bias corrections (each int8 layer's mean output shift from its weights' rounding, then the sequential
+    one against the int8 model's own inputs), each rebuilding the model when it corrected a layer -> (model, g)."""
+    qmodel, g = first
     if patches is not None and patches.layers:
-        src["model"], report["bias_corrected"] = corrected(model, g, patches)
+        build.source, report["bias_corrected"] = corrected(model, g, patches)
         if report["bias_corrected"]:
             qmodel, g = first = build(excluded)
             worst_shift = max(c["max_shift_quanta"] for c in report["bias_corrected"])
@@ -253,39 +310,24 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                                    "mean output shift of their int8 weights on the calibration data (up to "
                                    f"{worst_shift:.2g} output quanta)")
     if cal.fitting:  # then each layer against the int8 model's own inputs, the ones before it corrected
-        src["per_layer"] = src["model"]
-        src["model"], report["bias_sequential"] = sequential_corrected(src["model"], qmodel, g, cal.fitting,
+        build.per_layer = build.source
+        build.source, report["bias_sequential"] = sequential_corrected(build.source, qmodel, g, cal.fitting,
                                                                        cal.float_run.runner, excluded)
         if report["bias_sequential"]:
-            qmodel, g = first = build(excluded)
+            first = build(excluded)
             worst_shift = max(c["max_shift_quanta"] for c in report["bias_sequential"])
             report["notes"].append(f"sequential bias correction: {len(report['bias_sequential'])} layer(s)' biases "
                                    "lose the mean output offset the int8 model itself has there (its own inputs, "
                                    f"the layers before corrected) on {len(cal.fitting)} calibration sample(s) (up to "
                                    f"{worst_shift:.2g} output quanta)")
-    if cal.error_ranges is not None:  # method "auto": min / max or a clipped set of ranges, as measured
-        first, chosen = _choose_ranges(model, build, first, cal, excluded, io)
-        qmodel, g = first
-        report["calibration_choice"] = chosen
-        report["notes"].append(f"activation ranges: {chosen['chosen']} (worst output SNR: "
-                               + "; ".join(f"{k} {v:.1f} dB" for k, v in chosen["worst_snr_db"].items()) + ")")
-    zero_div = _zero_divisors_float(model, g, cal, rule, target, mode, report)
-    if zero_div:  # never written: a quantized DIV whose divisor may be its zero point stays float32
-        no_rule = no_rule + zero_div
-        excluded = excluded | {i for i, _ in zero_div}
-        qmodel, g = first = build(excluded)
-    kept = None
-    if measure_error or precision == "auto":
-        kept = _search(model, build, first, cal, excluded, rule, precision, min_snr, max_rounds, io, no_rule,
-                       task_judge, inputs, report, prepared, flash)
-        qmodel, g = kept.qmodel, kept.graph
-        report["notes"] += int16_output_notes(model, g, io, kept.w16) + float_output_notes(model, g, io)
-        report["guard"] = guard_report(model, kept, cal.float_run.op_macs(), min_snr, precision, cal.held_back,
-                                       len(cal.measure), no_rule, rule_target)
-        report["guard"]["synthetic"] = synthetic
-        report["notes"] += _search_notes(report["guard"])
+    return first
+
+
+def _result(model: Model, qmodel: Model, g, cal, method: str, percentile: float, layers, report: dict):
+    """The report's tables (calibration, tensors, weights, the per-layer error when measured) and the result."""
     report["notes"] += rule_notes(model, g)
     chosen = report.pop("calibration_choice", None)
+    synthetic = cal.synthetic
     report["calibration"] = {"samples": 0 if synthetic else cal.samples, "held_back": cal.held_back,
                              "method": "given" if synthetic else method, "given_ranges": len(cal.given),
                              **({"synthetic_samples": cal.samples} if synthetic else {}),
@@ -294,8 +336,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                              **({"percentile": float(percentile)} if method == "percentile" else {})}
     report["tensors"] = tensor_table(model, g, cal)
     report["weights"] = weight_table(qmodel)
-    if measure_error:
-        report["layers"] = kept.layers
+    if layers is not None:
+        report["layers"] = layers
     return QuantizationResult(qmodel, report)
 
 

@@ -278,7 +278,7 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class Presented:
-    """A legacy UINT8 model as the link hands it to the device (edge_sdk.runtime.uint8.c_bytes): the hashes of
+    """A legacy UINT8 model as the link hands it to the device (edge_sdk.runtime.c_loaded.c_bytes): the hashes of
     the bytes the device runs and of the model's own, the I/O positions the device holds as INT8 where the model
     says UINT8 (uint8.c_io), and uint8.c_io_note's words for it."""
 
@@ -294,7 +294,8 @@ def present(model_bytes: bytes) -> tuple[bytes, Presented | None]:
     for any other model, and for bytes no reader takes (the device names what is wrong with them)."""
     from edge_sdk.errors import ModelError
     from edge_sdk.model import read_model
-    from edge_sdk.runtime.uint8 import c_bytes, c_io, c_io_note
+    from edge_sdk.runtime.c_loaded import c_bytes
+    from edge_sdk.runtime.uint8 import c_io, c_io_note
 
     data = bytes(model_bytes)
     try:

@@ -42,6 +42,13 @@ def write_model(model, path=None) -> bytes:
     return _write(model, path)
 
 
+def write_bytes(path, data: bytes) -> None:
+    """Write serialized .tflite bytes (``write_model``'s) to ``path`` atomically: no second serialisation."""
+    from edge_sdk.model.writer import write_bytes as _write_bytes
+
+    _write_bytes(path, data)
+
+
 __all__ = [
     "TENSOR_TYPES",
     "TENSOR_TYPE_NAMES",
@@ -58,5 +65,6 @@ __all__ = [
     "Tensor",
     "numpy_dtype",
     "read_model",
+    "write_bytes",
     "write_model",
 ]

@@ -604,6 +604,11 @@ def write_model(model: Model, path=None) -> bytes:
     return data
 
 
+def write_bytes(path, data: bytes) -> None:
+    """Write .tflite bytes already serialized (``write_model``'s) to ``path`` atomically, as write_model does."""
+    _atomic_write(os.fspath(path), bytes(data))
+
+
 def _file_mode(path: str) -> int:
     """The mode the written file gets: the replaced file's, else what open() would give a new file."""
     try:

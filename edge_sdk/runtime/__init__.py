@@ -8,7 +8,9 @@ and why: layer, in place, patch stage; the auto rule), ``arena`` (the one plan: 
 first and last use per tensor), ``op_table`` (one row per op), ``kernels/`` (the Python kernels, one
 ``prepare_<op>`` each), ``delegates/`` (partitions handed to LiteRT, an external .so, NNAPI plans),
 ``c_build`` (building the C runtime in firmware_c/ for this machine), ``c_interpreter`` (the C runtime through
-ctypes: ``Interpreter(..., backend="c")``) and ``c_status`` (its status names).
+ctypes: ``Interpreter(..., backend="c")``), ``c_loaded`` (the model bytes every path hands the C runtime:
+legacy UINT8 presented, shapes declared, shape arithmetic made constants), ``c_status`` (its status names),
+``shape_arithmetic`` (values known from input shapes) and ``uint8`` (legacy UINT8 models as int8).
 
 May import: the standard library, numpy, edge_sdk.errors / log / resources / timeouts, edge_sdk.model.
 Nothing from targets, device, tasks, tools, the CLI or converters.

@@ -35,10 +35,12 @@ import numpy as np
 
 from edge_sdk.runtime import arena as _arena
 from edge_sdk.runtime import c_build
+from edge_sdk.runtime import c_loaded as _c_loaded
 from edge_sdk.runtime import uint8 as _uint8
 from edge_sdk.runtime.patching import C_PATCH_OPS, CUT_KEY
-from edge_sdk.runtime.planner import c_memory_plan, c_patch_stage, check_memory  # the memory= plans (documented there)
-from edge_sdk.runtime.planner import folded_pads as planner_folded_pads
+from edge_sdk.runtime.planner import (  # the memory= plans and what the C runtime is given for them (documented there)
+    builds_stage, c_memory_min, c_memory_plan, c_patch_stage, c_runner_flags, check_memory)
+from edge_sdk.runtime.planner import folds_under
 from edge_sdk.runtime.c_status import STATUS, status_name
 from edge_sdk.runtime.delegates.base import Partition
 from edge_sdk.runtime.interpreter import Interpreter, check_while_bound, folded_pad_output, resize_request
@@ -262,14 +264,14 @@ class CInterpreter(Interpreter, backend="c"):
             raise ValueError("Exactly one of model_path and model_content must be given")
         # legacy UINT8 tensors: the C runtime loads the model they run in as INT8 (edge_sdk.runtime.uint8);
         # set_tensor / get_tensor flip their values, the details report them as the model declares them
-        model, data, self._uint8 = _uint8.c_model(model, data)
+        model, data, self._uint8 = _c_loaded.c_model(model, data)
         # memory="min": the stage and grid (a PatchPlan; None: no stage). Not given: the planner's stage over the
         # model file's shapes, no interpreter (planner.c_patch_stage); resize_tensor_input asks it again.
-        self._planner_stage = memory == "min" and patch_plan is _UNSET
+        self._planner_stage = builds_stage(memory) and patch_plan is _UNSET
         if self._planner_stage:
             self._patch = self._stage_for(data if model is None else model)
         else:
-            self._patch = patch_plan if memory == "min" and patch_plan is not _UNSET else None
+            self._patch = patch_plan if builds_stage(memory) and patch_plan is not _UNSET else None
         if arena_size is not None and (not isinstance(arena_size, (int, np.integer)) or arena_size < 0):
             raise ValueError(f"arena_size must be a non-negative int, not {arena_size!r}")
         if num_threads is not None:  # LiteRT's checks and messages (as the Python interpreter); None means 1
@@ -292,11 +294,6 @@ class CInterpreter(Interpreter, backend="c"):
         self._parsed: Model | None = model
         self._resized: dict[tuple[int, int], tuple[int, ...]] = {}  # (subgraph, input) -> shape (resize_tensor_input)
         self._shadow: Interpreter | None = None  # the Python Interpreter answering the planner's questions
-        shapes = self._shape_arithmetic_shapes()
-        if shapes:  # the model's declared shapes are not the ones its shape arithmetic gives
-            from edge_sdk.model import write_model
-
-            self._load(write_model(_uint8.with_shapes(self.model, shapes)))
 
     def _load(self, data: bytes) -> None:
         """Hold ``data`` (the model bytes the C runtime loads, 16-byte aligned) and forget any earlier
@@ -324,7 +321,7 @@ class CInterpreter(Interpreter, backend="c"):
         in place, or in place saves nothing) for the model the C runtime loads (resized shapes included)."""
         if self._patch is not None:
             return "patch"
-        if self._memory == "layer":
+        if not c_memory_min(self._memory):
             return "layer"
         return c_memory_plan(ctypes.string_at(self._model_addr, self._model_len), "inplace")[0]
 
@@ -363,7 +360,7 @@ class CInterpreter(Interpreter, backend="c"):
         if tensor.type != "UINT8":
             return ""
         return ("; a legacy quantized_uint8 tensor: the C runtime runs it as INT8 once the model is presented so "
-                "(edge_sdk.runtime.uint8.c_bytes, its I/O flipped by c_io), as every edge tool hands it over")
+                "(edge_sdk.runtime.c_loaded.c_bytes, its I/O flipped by c_io), as every edge tool hands it over")
 
     def _raise(self, status: int):
         info, msg = self.error()
@@ -387,7 +384,7 @@ class CInterpreter(Interpreter, backend="c"):
         # EDGE_INIT_MEMORY_MIN for both least-RAM requests: in-place groups where the plan is "inplace" (the C
         # runtime finds the same groups: test_planner holds them together) and, whatever the plan, the compact
         # 5-byte-a-channel requantization of CONV_2D on builds without a SIMD fast path
-        flags = (PLAN_ONLY if self._plan_only else 0) | (MEMORY_MIN if self._memory in ("inplace", "min") else 0)
+        flags = (PLAN_ONLY if self._plan_only else 0) | (MEMORY_MIN if c_memory_min(self._memory) else 0)
         plan = None
         if self._patch is not None:
             plan = _PatchPlan(self._patch.nodes[0], self._patch.nodes[-1], *self._patch.grid)
@@ -723,10 +720,7 @@ class CInterpreter(Interpreter, backend="c"):
             return scratch
         if not RUNNER.is_file():
             return None
-        flags = ["--memory-min"] if self._memory in ("inplace", "min") else []
-        if self._patch is not None:
-            flags += ["--patch", ",".join(str(int(v)) for v in (self._patch.nodes[0], self._patch.nodes[-1],
-                                                                  *self._patch.grid))]
+        flags = c_runner_flags(self._memory, self._patch)
         with tempfile.TemporaryDirectory(prefix="edge-portable-") as tmp:
             model = os.path.join(tmp, "model.tflite")
             with open(model, "wb") as f:
@@ -825,7 +819,7 @@ class CInterpreter(Interpreter, backend="c"):
 
         self._resized[(s, t)] = shape
         self._shadow = None
-        data = write_model(_uint8.with_shapes(model, {**self._shape_arithmetic_shapes(), **self._resized}))
+        data = write_model(self._loaded_at_resized_shapes())
         self._load(data)
         if self._planner_stage:  # the stage was chosen for the old shapes
             self._patch = self._stage_for(data)
@@ -950,12 +944,11 @@ class CInterpreter(Interpreter, backend="c"):
 
     def folded_pads(self) -> list[tuple[int, int]]:
         """(subgraph, node) of every PAD the C runtime folds into the conv that reads it: edge_pad_folds applies
-        planner.folded_pads' rule to the same tensors (none under a patch stage, as in the Python interpreter)."""
+        planner.folded_pads' rule to the same tensors (none under a patch stage, as in the Python interpreter:
+        planner.folds_under)."""
         self._require_ready("folded_pads")
-        if self._patch is not None:
-            return []
         infos = [self.tensor_infos(s) for s in range(len(self.model.subgraphs))]
-        return sorted((f.subgraph, f.pad) for f in planner_folded_pads(self.model, infos))
+        return sorted((f.subgraph, f.pad) for f in folds_under(self.model, infos, self._patch))
 
     @property
     def input_staging_bytes(self) -> int:
@@ -973,6 +966,10 @@ class CInterpreter(Interpreter, backend="c"):
         interpreter's at this interpreter's input shapes, after its prepare (callees prepared)."""
         return self._python(allocate=False).prepare_report()[2][subgraph_index]
 
+    def prepare_subgraph_at(self, subgraph_index: int, shapes, caller) -> None:
+        """The Runtime protocol's callee prepare (Interpreter.prepare_subgraph_at): the Python interpreter's own
+        prepare does it (its shapes reach the bytes this one loads: shape_arithmetic.c_loaded); nothing here."""
+
     def tensor_infos(self, s: int) -> list:
         """The Python planner's TensorInfo per tensor of subgraph ``s`` (at this interpreter's input shapes)."""
         return self._python(allocate=False).tensor_infos(s)
@@ -982,27 +979,21 @@ class CInterpreter(Interpreter, backend="c"):
         C runtime's own prepare refuses is edge_sdk.targets.c_check.target_plan's ``refusals``."""
         return self._python(allocate=False).prepare_report()
 
-    def _shape_arithmetic_shapes(self) -> dict[tuple[int, int], tuple[int, ...]]:
-        """(subgraph, tensor) -> shape for every tensor whose shape the Python prepare, which evaluates shape
-        arithmetic (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE: shape_arithmetic.know_at_prepare), finds different from
-        the one the model declares, at this interpreter's input shapes. The C runtime's prepare sizes a RESHAPE /
-        TRANSPOSE_CONV whose shape input it cannot compute from the declared output shape (and checks it at every
-        invoke), so the model bytes it loads declare these. Empty for a model without SHAPE / RANK ops (nothing
-        to evaluate) or with legacy UINT8 tensors (loaded as presented by edge_sdk.runtime.uint8)."""
-        from edge_sdk.runtime import op_table
+    def _loaded_at_resized_shapes(self) -> Model:
+        """The model the C runtime loads at this interpreter's input shapes (shape_arithmetic.c_loaded over the
+        Python prepare at those shapes: every tensor declared at its prepared shape, the values shape arithmetic
+        gives handed to their readers as constants). The model's own shapes when it is not readable (the C loader
+        names what is wrong, in its own words)."""
+        from edge_sdk.runtime.shape_arithmetic import c_loaded, with_shapes
 
+        model = self.model
+        if not _c_loaded.needs_prepare(model):  # the C prepare sizes the rest from the inputs' declared shapes
+            return with_shapes(model, self._resized)
         try:
-            model = self.model
-        except ModelError:  # not a readable model: the C loader names what is wrong, in its own words (EDGE_MODEL)
-            return {}
-        if self._uint8 or not any(op_table.row(code.name).shape_only for code in model.operator_codes):
-            return {}
-        try:
-            _, _, infos = self._python(allocate=False).prepare_report()
-        except ModelError:  # malformed: the C loader says what and where
-            return {}
-        return {(s, info.index): tuple(info.shape) for s, sg in enumerate(model.subgraphs) for info in infos[s]
-                if not info.is_const and tuple(info.shape) != tuple(sg.tensors[info.index].shape)}
+            report = self._python(allocate=False).prepare_report()
+        except ModelError:
+            return model
+        return c_loaded(model, report)
 
     def _python(self, allocate: bool = True) -> Interpreter:
         """A Python Interpreter of the same model at the same input shapes (made once per shape)."""

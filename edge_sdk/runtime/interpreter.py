@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -254,6 +255,7 @@ class Interpreter:
         self._call_order = _planner.call_order(model)
         self.max_while_iterations = check_while_bound(max_while_iterations)
         self._infos_in_prepare: list[list[TensorInfo]] | None = None  # subgraph_infos() while preparing
+        self._callee_prepare: _CalleePrepare | None = None  # prepare_subgraph_at() while preparing
         self._budget = None if arena_size is None else int(arena_size)
         self._resized: dict[tuple[int, int], tuple[int, ...]] = {}
         self._p: _Prepared | None = None
@@ -282,6 +284,38 @@ class Interpreter:
         callees' (prepared first, planner.call_order) input and output shapes and types."""
         return self._infos_in_prepare[subgraph_index]
 
+    def prepare_subgraph_at(self, subgraph_index: int, shapes, caller: Node) -> None:
+        """While preparing: a control-flow node (``caller``) calls subgraph ``subgraph_index`` with inputs of these
+        shapes. As LiteRT (its IF / WHILE resize the callee's inputs to the caller's and re-prepare it), the
+        callee, prepared first at its declared shapes, is prepared again at these when they differ (its callees
+        in turn); a model resized to another input length then runs its branches and loop bodies at that length.
+        A subgraph runs at one set of input shapes: two call sites asking for different ones are a ModelError
+        naming both."""
+        st = self._callee_prepare
+        s, sg = int(subgraph_index), self._model.subgraphs[int(subgraph_index)]
+        want = tuple(tuple(int(d) for d in shape) for shape in shapes)
+        if st is None or len(want) != len(sg.inputs):
+            return  # not preparing, or the caller's count check names the mismatch
+        site = (caller.subgraph, caller.index)
+        for other, (shapes_there, where) in st.calls.setdefault(s, {}).items():
+            if other != site and shapes_there != want:
+                raise caller.error(f"calls subgraph {s} with input shapes {[list(x) for x in want]}, {where} with "
+                                   f"{[list(x) for x in shapes_there]}: a subgraph runs at one set of input shapes")
+        st.calls[s][site] = (want, caller.where())
+        infos = st.infos[s]
+        if tuple(tuple(infos[t].shape) for t in sg.inputs) == want:
+            return
+        for calls in st.calls.values():  # the calls s made at its old shapes are made again now
+            for key in [k for k in calls if k[0] == s]:
+                del calls[key]
+        resized = {**self._resized, **{(s, t): shape for t, shape in zip(sg.inputs, want)}}
+        infos[:] = _planner.tensor_infos(self._model, s, resized)
+        st.deferred.pop(s, None)
+        if st.failures is not None:
+            for key in [k for k in st.failures if k[0] == s]:
+                del st.failures[key]
+        st.nodes[s] = self._prepare_subgraph(s, infos, st.failures)
+
     # ------------------------------------------------------------------ model facts
     @property
     def model(self) -> Model:
@@ -294,6 +328,27 @@ class Interpreter:
     def arena_size(self) -> int | None:
         """Bytes the arena plan uses (None before allocate_tensors)."""
         return None if self._p is None else self._p.plan.total
+
+    def arena_parts(self) -> dict | None:
+        """arena_size broken down, in bytes, with the C runtime's keys (CInterpreter.arena_parts): the Python
+        arena is its tensor plan alone (its kernels' temporaries are numpy arrays outside it, no persistent
+        structs, no packed weights). None before allocate_tensors."""
+        if self._p is None:
+            return None
+        return {"tensors": self._p.plan.total, "scratch": 0, "fast_path_scratch": 0, "persistent": 0,
+                "alignment": 0, "init_extra": 0, "packed_weights": 0}
+
+    @property
+    def packed_weights_bytes(self) -> int | None:
+        """Bytes of the arena holding packed weight copies: 0, the Python kernels pack none (the C runtime's SIMD
+        fast paths do: CInterpreter.packed_weights_bytes). None before allocate_tensors."""
+        return None if self._p is None else 0
+
+    @property
+    def num_threads(self) -> int:
+        """Threads the kernels may use inside invoke (BLAS, edge_sdk.runtime.kernels.blas); results are the same
+        for any count."""
+        return self._threads
 
     @property
     def memory_plan(self) -> str | None:
@@ -353,35 +408,29 @@ class Interpreter:
             if any(d is delegate for delegate, _ in delegated):
                 d.check_available()
         spans: dict = {}
-        pad_folds: list = []
         requests = buffer_requests(
             self._model, p.infos, [(part, delegate.holds_internal_tensors) for delegate, part in delegated],
-            spans=spans, pad_folds=pad_folds,
+            spans=spans,
         )
         for r in requests:
             if r.size > MAX_ARENA_BYTES:
                 raise ModelError(f"tensor '{r.name}' needs {r.size} bytes, above the {MAX_ARENA_BYTES} byte limit")
-        self._memory_plan = "layer"
-        p.patch = None
-        if not delegated:  # the planner's tensor plan for memory= (the layer plan, planned once, under every plan)
-            chosen = _planner.plan_tensors(self._model, p.infos, self._memory, self._patch_ops, requests=requests,
-                                           spans=spans)
-            plan, p.patch, self._memory_plan = chosen.arena, chosen.stage, chosen.memory_plan
-            if self._memory != "layer" and chosen.memory_plan == "layer":  # nothing in place, or it saves nothing
-                log.debug(f"memory={self._memory!r}: no in-place plan needs less than the layer-by-layer plan; "
-                          "using the layer plan")
-        else:
-            if self._memory != "layer":  # delegates run whole partitions over their boundary tensors
-                log.warning(f"memory={self._memory!r} with delegate partitions: using the layer-by-layer plan")
-            plan = _arena.plan(requests)
+        # the planner's tensor plan for memory= (the layer plan, planned once, under every plan; with delegates)
+        chosen = _planner.plan_tensors(self._model, p.infos, self._memory, self._patch_ops, requests=requests,
+                                       spans=spans, delegated=bool(delegated))
+        plan, p.patch, self._memory_plan, pad_folds = chosen.arena, chosen.stage, chosen.memory_plan, chosen.pad_folds
+        if self._memory != "layer" and delegated:  # delegates run whole partitions over their boundary tensors
+            log.warning(f"memory={self._memory!r} with delegate partitions: using the layer-by-layer plan")
+        elif self._memory != "layer" and chosen.memory_plan == "layer":  # nothing in place, or it saves nothing
+            log.debug(f"memory={self._memory!r}: no in-place plan needs less than the layer-by-layer plan; "
+                      "using the layer plan")
         if self._budget is not None and plan.total > self._budget:
             raise ArenaTooSmallError(plan.total, self._budget)
         if plan.total > MAX_ARENA_BYTES:
             raise ModelError(f"the model needs a {plan.total} byte arena, above the {MAX_ARENA_BYTES} byte limit")
-        if p.patch is None:  # the plan's PAD folds (buffer_requests: none with delegates; a patch plan folds none)
-            for f in pad_folds:
-                p.nodes[f.subgraph][f.conv] = _prepare_folded_conv(p.nodes[f.subgraph][f.conv], p.infos[f.subgraph], f)
-                p.pad_folds[(f.subgraph, f.pad)] = f
+        for f in pad_folds:  # the plan's PAD folds (none with delegates, none under a patch stage: the planner's)
+            p.nodes[f.subgraph][f.conv] = _prepare_folded_conv(p.nodes[f.subgraph][f.conv], p.infos[f.subgraph], f)
+            p.pad_folds[(f.subgraph, f.pad)] = f
         p.plan = plan
         p.arena = np.zeros(plan.total, np.uint8)
         for d, part in delegated:
@@ -482,11 +531,21 @@ class Interpreter:
         """Every subgraph's prepared nodes (by subgraph index), prepared callees first (planner.call_order)."""
         nodes: list[list[Node]] = [[] for _ in infos]
         self._infos_in_prepare = infos
+        st = self._callee_prepare = _CalleePrepare(infos, nodes, failures)
+        called = _called_subgraphs(self._model)
         try:
             for s in self._call_order:
-                nodes[s] = self._prepare_subgraph(s, infos[s], failures)
+                if s in called and failures is None:  # a callee its caller may prepare again at other shapes
+                    own: dict[tuple[int, int], Exception] = {}
+                    nodes[s] = self._prepare_subgraph(s, infos[s], own)
+                    if own:
+                        st.deferred[s] = own[min(own)]
+                else:
+                    nodes[s] = self._prepare_subgraph(s, infos[s], failures)
+            for exc in st.deferred.values():  # refused at the shapes every caller calls it with
+                raise exc
         finally:
-            self._infos_in_prepare = None
+            self._infos_in_prepare = self._callee_prepare = None
         return nodes
 
     def _prepare_subgraph(self, s: int, infos: list[TensorInfo],
@@ -1220,6 +1279,33 @@ def _slot_view(arena: np.ndarray, slot, info: TensorInfo, rows, cols) -> np.ndar
     shape = _patching.local_shape(info, rows, cols)
     n = _patching.nbytes(shape, info.dtype)
     return arena[slot.offset:slot.offset + n].view(info.dtype).reshape(shape)
+
+
+@dataclass
+class _CalleePrepare:
+    """Interpreter.prepare_subgraph_at's state during one prepare: every subgraph's infos and nodes (replaced when
+    a callee is prepared again), the failures being recorded (prepare_report; None: the first one raises), the
+    first failure of each callee prepared at its declared shapes (raised after all, unless a caller prepared it
+    again), and per callee the (caller subgraph, node) -> (input shapes, where) of its calls."""
+
+    infos: list
+    nodes: list
+    failures: dict | None
+    deferred: dict = field(default_factory=dict)
+    calls: dict = field(default_factory=dict)
+
+
+def _called_subgraphs(model) -> set[int]:
+    """The subgraphs some node calls (its op row's ``subgraphs`` option fields: IF, WHILE, ...)."""
+    out = set()
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            if 0 <= op.opcode_index < len(model.operator_codes):
+                for name in op_table.row(model.operator_codes[op.opcode_index].name).subgraphs:
+                    callee = (op.options or {}).get(name)
+                    if isinstance(callee, (int, np.integer)):
+                        out.add(int(callee))
+    return out
 
 
 def _prepare_folded_conv(node, infos, fold):

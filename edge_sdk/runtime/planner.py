@@ -247,8 +247,21 @@ def internal_keys(model, part, held: bool) -> list[tuple[int, int]]:
     return keys
 
 
+class Requests(list):
+    """buffer_requests' answer: the arena's BufferRequests, and ``pad_folds``, the PAD folds they are planned with
+    (PadFold records: these PADs have no output buffer; what the interpreter prepares the convs with). A plain list
+    of requests (patching.patched_requests': a stage's, planned without folds) has none."""
+
+    pad_folds: tuple = ()
+
+
+def request_folds(requests) -> tuple:
+    """The PAD folds ``requests`` are planned with (Requests.pad_folds; none for a plain list)."""
+    return getattr(requests, "pad_folds", ())
+
+
 def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None = None, fold: bool = True,
-                    pads: bool = True, pad_folds: list | None = None) -> list:
+                    pads: bool = True) -> Requests:
     """The arena's buffers: every non-constant tensor with bytes, with its lifetime on the shared time axis.
 
     ``infos[s][t]`` gives each tensor's shape and dtype (``tensor_infos``, or the interpreter's prepared ones).
@@ -258,8 +271,7 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
     boundary tensors stay live across the whole span, and (when the delegate holds them) its internal tensors need
     no arena space. ``spans``: a dict to receive every node's (first step, last step) by (subgraph, node).
     ``pads``: the PADs folded into their conv (folded_pads; never with delegate partitions) have no output buffer,
-    and their input lives until the conv's step; ``pad_folds``: a list to receive those folds (PadFold records,
-    what the interpreter prepares the convs with).
+    and their input lives until the conv's step; the answer's ``pad_folds`` holds those folds.
     """
     from edge_sdk.runtime import arena as _arena
     from edge_sdk.errors import ModelError, UnsupportedOpError
@@ -270,8 +282,6 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
     clock = 0
     marked: set[int] = set()
     folds = folded_pads(model, infos) if pads and not delegated else []
-    if pad_folds is not None:
-        pad_folds.extend(folds)
     conv_source = {(f.subgraph, f.conv): f.source for f in folds}  # the conv reads the PAD's input
 
     def use(key, step):
@@ -332,7 +342,8 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
     if fold:  # the hosts' plans (a host's C plan-only run too); a microcontroller's keeps them (see below)
         skip.update(key for key, _ in folded_constants(model, infos))
     skip.update((f.subgraph, f.output) for f in folds)
-    requests = []
+    requests = Requests()
+    requests.pad_folds = tuple(folds)
     for s, sg_infos in enumerate(infos):
         for info in sg_infos:
             key = (s, info.index)
@@ -353,6 +364,17 @@ def buffer_requests(model, infos: list[list], delegated=(), spans: dict | None =
             name = info.name if s == 0 else f"[{s}] {info.name}"
             requests.append(_arena.BufferRequest(key, size, first[key], last[key], name))
     return requests
+
+
+def stage_requests(model, infos: list[list], requests) -> Requests:
+    """The requests a patch stage is planned over: ``requests`` without PAD folds (a patch plan folds no PAD: its
+    stage may run them on windows; edge.c's edge_pad_folds folds none under a stage either)."""
+    return buffer_requests(model, infos, pads=False) if request_folds(requests) else requests
+
+
+def folds_under(model, infos: list[list], stage) -> list[PadFold]:
+    """The PADs a plan folds over ``infos``: folded_pads', none under a patch ``stage`` (stage_requests' rule)."""
+    return [] if stage is not None else folded_pads(model, infos)
 
 
 def static_plan(model, fold: bool = True) -> _arena.ArenaPlan:
@@ -381,8 +403,8 @@ def inplace_aliases(model, infos: list[list], requests, spans, skip_nodes=(), el
     from edge_sdk.runtime import op_table
     by_key = {r.key: r for r in requests}
     root: dict = {}
-    # a depthwise conv reading a folded PAD (its output not planned here) runs over the PAD's input
-    source = {(f.subgraph, f.conv): f.source for f in folded_pads(model, infos) if (f.subgraph, f.output) not in by_key}
+    # a depthwise conv reading a PAD folded into it (``requests``' folds) runs over the PAD's input
+    source = {(f.subgraph, f.conv): f.source for f in request_folds(requests)}
     for s, sg in enumerate(model.subgraphs):
         io = set(sg.inputs) | set(sg.outputs)
         for i, op in enumerate(sg.operators):
@@ -451,6 +473,7 @@ class TensorPlan:
     arena: _arena.ArenaPlan
     layer_total: int  # the layer-by-layer plan's bytes
     stage: _patching.PatchPlan | None = None  # memory_plan "patch": the stage and grid
+    pad_folds: tuple = ()  # the PADs the plan folds into their convs (PadFold; none under a stage: stage_requests)
 
     @property
     def total(self) -> int:
@@ -458,33 +481,34 @@ class TensorPlan:
 
 
 def plan_tensors(model, infos: list[list], memory: str = "layer", patch_ops=None, *, requests=None,
-                 spans: dict | None = None) -> TensorPlan:
+                 spans: dict | None = None, delegated: bool = False) -> TensorPlan:
     """The tensor plan ``memory`` (MEMORY_PLANS) builds over ``infos``: the layer plan is planned once (the
     in-place plan's baseline and patching.choose's bar), the in-place plan falls back to it when it saves nothing,
     the least-RAM plan adds the patch stage patching.choose finds over ``patch_ops`` (None: every op whose row has
-    a ``patch`` rule) when it needs less. ``requests`` / ``spans``: buffer_requests' when the caller has them."""
+    a ``patch`` rule) when it needs less. ``requests`` / ``spans``: buffer_requests' when the caller has them.
+    ``delegated``: delegate partitions run (whole, over their boundary tensors): the layer plan whatever the
+    request."""
     from edge_sdk.runtime import arena as _arena
     from edge_sdk.runtime import patching as _patching
     check_memory(memory)
     if requests is None:
         spans = {}
         requests = buffer_requests(model, infos, spans=spans)
-    layer = _arena.plan(requests)
-    if memory == "layer":
-        return TensorPlan("layer", layer, layer.total)
+    layer, folds = _arena.plan(requests), request_folds(requests)
+    if memory == "layer" or delegated:
+        return TensorPlan("layer", layer, layer.total, pad_folds=folds)
     plan, aliases = least_ram_plan(model, infos, requests, spans, layer=layer)
-    out = TensorPlan("inplace" if aliases else "layer", plan, layer.total)
-    if memory == "min":
+    out = TensorPlan("inplace" if aliases else "layer", plan, layer.total, pad_folds=folds)
+    if builds_stage(memory):
         ops = _patching.PATCH_OPS if patch_ops is None else tuple(patch_ops)
-        if folded_pads(model, infos):  # a patch plan folds no PAD (its stage may run them on windows)
-            requests = buffer_requests(model, infos, pads=False)
+        requests = stage_requests(model, infos, requests)
         stage, patched = _patching.choose_remembered(
             model, infos, requests, spans,
             lambda reqs, skip: least_ram_plan(model, infos, reqs, spans, skip),
             lambda reqs, skip: inplace_aliases(model, infos, reqs, spans, skip),
             plan, layer.total, ops=ops, rule=PATCH_GRID_RULE)
         if stage is not None:
-            out = TensorPlan("patch", patched, layer.total, stage)
+            out = TensorPlan("patch", patched, layer.total, stage, request_folds(requests))
     return out
 
 
@@ -719,7 +743,8 @@ def patch_tradeoff(model_or_data, total_macs: int, patch_ops=None) -> list[dict]
     stage = facts.stage()
     if stage is None or total_macs <= 0:
         return []
-    model, infos, requests, spans = facts.model, facts.infos, facts._requests, facts._spans
+    model, infos, spans = facts.model, facts.infos, facts._spans
+    requests = stage_requests(model, infos, facts._requests)  # what plan_tensors chose the stage over
     a, b = stage.nodes[0], stage.nodes[-1]
     rows = []
     n = facts.infos[0][stage.output].shape[0]
@@ -972,6 +997,35 @@ def dsp_filter_words(model, memory: str | None) -> str | None:
                 "DSP instructions")
     return (f"depthwise filters: pre-paired int16 for SMLAD ({nodes}): {nbytes} B of arena for fewer DSP "
             "instructions; --memory inplace or min keeps the 8-bit filter")
+
+
+# ------------------------------------------------------------------------------- what the C runtime is given
+# The request's C init, decided here once: edge_init's flags, the stage edge_init_patch gets and the check runner's
+# flags (CInterpreter, edge check's c_check.target_plan, flash's app_config.h and measure_arena, export).
+def c_memory_min(memory: str | None) -> bool:
+    """Whether the C runtime initialises with EDGE_INIT_MEMORY_MIN for ``memory`` (MEMORY_PLANS; None: "layer"):
+    both least-RAM requests ("inplace", "min"): its in-place groups and compact kernel tables (COMPACT_PLANS)."""
+    return memory in COMPACT_PLANS
+
+
+def builds_stage(memory: str | None) -> bool:
+    """Whether ``memory`` (MEMORY_PLANS) may run a patch stage: "min", the least-RAM plan."""
+    return memory == "min"
+
+
+def c_stage_for(data, memory: str | None, patch_ops=None):
+    """The patch stage edge_init_patch gets under ``memory``: c_patch_stage's under "min" (None when no stage
+    needs less), None under any other request."""
+    return c_patch_stage(data, patch_ops) if builds_stage(memory) else None
+
+
+def c_runner_flags(memory: str | None, stage=None) -> list[str]:
+    """The C check runner's flags (firmware_c/host) for ``memory`` and its stage (a patching.PatchPlan from
+    c_stage_for; ignored unless "min"): ``--memory-min`` and ``--patch first,last,rows,cols``."""
+    flags = ["--memory-min"] if c_memory_min(memory) else []
+    if builds_stage(memory) and stage is not None:
+        flags += ["--patch", ",".join(str(int(v)) for v in (stage.nodes[0], stage.nodes[-1], *stage.grid))]
+    return flags
 
 
 def c_memory_plan(data, memory: str):

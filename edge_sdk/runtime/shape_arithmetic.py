@@ -1,19 +1,23 @@
 """Shape arithmetic: values a model computes from its input shapes and constants alone.
 
-PyTorch and onnx2tf exports compute the parameters of RESHAPE, TRANSPOSE_CONV, FILL, ... from the input shape
-(SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE). Once the input shapes are known, so are those values:
+PyTorch and onnx2tf exports compute the parameters of RESHAPE, TRANSPOSE_CONV, FILL, PAD, SLICE, ... from the
+input shape (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE). Once the input shapes are known, so are those values:
 ``know_at_prepare`` evaluates such a node right after its prepare (the Python interpreter calls it for every node,
-so the nodes after it read the values as their parameters: ``TensorInfo.known``), and ``declared_shapes`` gives
-the shapes that follow for subgraph 0's tensors, which the bytes the C runtime loads declare
-(edge_sdk.runtime.uint8.c_model): its RESHAPE / TRANSPOSE_CONV size their outputs from the declared shape when
-their shape input is not a constant (and check it at every invoke).
+so the nodes after it read the values as their parameters: ``TensorInfo.known``). The C runtime has no dynamic
+tensors and reads parameters from constants: ``c_loaded`` gives the model it loads (every path to it -
+CInterpreter, edge check / flash / export / profile through edge_sdk.runtime.c_loaded.c_model - goes through it):
+each tensor declared at the shape the Python prepare gives it, each known value a constant its readers read.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+
 import numpy as np
 
 from edge_sdk.runtime import op_table
+from edge_sdk.model.types import Buffer, Model
 from edge_sdk.runtime.kernels.node import Node
 
 # The most elements an output known at prepare may hold (know_at_prepare): shape vectors and scalars, never activations.
@@ -47,31 +51,88 @@ def know_at_prepare(node: Node) -> None:
         info.value = value
 
 
-def declared_shapes(model) -> dict[tuple[int, int], tuple[int, ...]]:
-    """(0, tensor) -> shape for subgraph 0's tensors whose shape, with shape arithmetic evaluated (each node
-    prepared by its kernel in order, ``know_at_prepare`` after it), differs from the one the model declares. Empty
-    for a model without a ``shape_only`` op (SHAPE, RANK: nothing to evaluate) or whose subgraph 0 calls others
-    (IF / WHILE: the interpreter's own prepare answers those, CInterpreter). Stops at the first node its kernel
-    refuses: the shapes after it are not known here (the runtime that loads the model names that node)."""
-    from edge_sdk.runtime.planner import tensor_infos
+def c_loaded(model: Model, report) -> Model:
+    """The model the C runtime loads for ``model`` (the C runtime has no dynamic tensors and reads a parameter -
+    FILL's dims, TILE's multiples, PAD's paddings, SLICE / STRIDED_SLICE's begin / end, BROADCAST_TO's shape,
+    RESIZE's size, ... - from a constant): ``model`` with every tensor declared at the shape the Python prepare
+    gives it (resized inputs, shape arithmetic, IF / WHILE callees included), and every value the prepare knows
+    (``TensorInfo.value``: SHAPE -> STRIDED_SLICE -> PACK ...) handed as a constant to the nodes that read it (a
+    new tensor ``<name>/known``, appended: the model's own tensor indices stay). The nodes that compute such a
+    value still run (on constants but SHAPE / RANK), so node indices stay too. ``report`` is
+    ``Interpreter.prepare_report()`` of ``model`` at the wanted input shapes (None: ``model`` as it is).
+    ``model`` itself when nothing changes. Subgraph by subgraph, only what nodes before the first one the Python
+    prepare refuses give (the runtime that loads the model names that node)."""
+    if report is None:
+        return model
+    _, failures, infos = report
+    shapes, known = {}, {}
+    for s, sg in enumerate(model.subgraphs):
+        first_refused = min((i for (f, i) in failures if f == s), default=len(sg.operators))
+        shapes.update(_declared(sg, infos[s], s, first_refused))
+        known.update(_known_parameters(model, sg, infos[s], s, first_refused))
+    if not shapes and not known:
+        return model
+    return _with_known(with_shapes(model, shapes), known, infos)
 
-    codes = model.operator_codes
-    if not model.subgraphs or not any(op_table.row(c.name).shape_only for c in codes):
-        return {}
-    sg = model.subgraphs[0]
-    if any(op_table.row(codes[op.opcode_index].name).subgraphs for op in sg.operators):
-        return {}
-    infos = []
-    try:
-        infos = tensor_infos(model, 0)
-        for i, op in enumerate(sg.operators):
-            code = codes[op.opcode_index]
-            node = Node(index=i, subgraph=0, op=code.name, version=code.version, options=dict(op.options or {}),
-                        custom_options=op.custom_options, inputs=[None if t == -1 else infos[t] for t in op.inputs],
-                        outputs=[infos[t] for t in op.outputs], intermediates=[infos[t] for t in op.intermediates])
-            node._eval = op_table.lookup(code.name, code.version).prepare_function()(node)
-            know_at_prepare(node)
-    except Exception:  # noqa: BLE001 - a node (or tensor) the runtime that loads the model names itself
-        pass
-    return {(0, info.index): tuple(info.shape) for info in infos
-            if not info.is_const and tuple(info.shape) != tuple(sg.tensors[info.index].shape)}
+
+def _trusted_outputs(sg, first_refused: int) -> set[int]:
+    """The tensors the nodes before the first refused one write (their shapes and values follow from the inputs)."""
+    return {t for op in sg.operators[:first_refused] for t in op.outputs if t >= 0}
+
+
+def _declared(sg, infos, s: int, first_refused: int) -> dict[tuple[int, int], tuple[int, ...]]:
+    """(s, tensor) -> shape for the subgraph's run-time tensors whose prepared shape is not the declared one."""
+    trusted = _trusted_outputs(sg, first_refused) | set(sg.inputs)
+    return {(s, info.index): tuple(info.shape) for info in infos
+            if info.index in trusted and not info.is_const and tuple(info.shape) != tuple(sg.tensors[info.index].shape)}
+
+
+def _known_parameters(model, sg, infos, s: int, first_refused: int) -> dict[tuple[int, int, int], int]:
+    """(s, node, input position) -> tensor for each known value a node reads, but a control-flow node's (IF /
+    WHILE pass their inputs to their subgraphs as they are)."""
+    trusted = _trusted_outputs(sg, first_refused)
+    out = {}
+    for i, op in enumerate(sg.operators[:first_refused]):
+        if op_table.row(model.op_name(op)).subgraphs:
+            continue
+        for k, t in enumerate(op.inputs):
+            if t >= 0 and t in trusted and infos[t].value is not None and not infos[t].is_const:
+                out[(s, i, k)] = t
+    return out
+
+
+def with_shapes(model: Model, shapes: dict[tuple[int, int], tuple[int, ...]]) -> Model:
+    """A copy of ``model`` whose tensors (subgraph, tensor) have these shapes (the rest shared, not copied)."""
+    out = copy.copy(model)
+    out.subgraphs = list(model.subgraphs)
+    for (s, t), shape in shapes.items():
+        sg = out.subgraphs[s] = copy.copy(out.subgraphs[s])
+        sg.tensors = list(sg.tensors)
+        sg.tensors[t] = dataclasses.replace(sg.tensors[t], shape=shape)
+    return out
+
+
+def _with_known(model: Model, known: dict[tuple[int, int, int], int], infos) -> Model:
+    """A copy of ``model`` whose nodes read the known values ``known`` names from constants: one appended tensor
+    ``<name>/known`` (its own buffer) per known tensor, each reading node's input rewired to it."""
+    if not known:
+        return model
+    out = copy.copy(model)
+    out.buffers = list(model.buffers)
+    out.subgraphs = list(model.subgraphs)
+    constant_of: dict[tuple[int, int], int] = {}  # (s, tensor) -> its constant twin
+    for (s, i, k), t in sorted(known.items()):
+        sg = out.subgraphs[s]
+        if sg is model.subgraphs[s]:
+            sg = out.subgraphs[s] = copy.copy(sg)
+            sg.tensors, sg.operators = list(sg.tensors), list(sg.operators)
+        if (s, t) not in constant_of:
+            info, tensor = infos[s][t], sg.tensors[t]
+            out.buffers.append(Buffer(np.ascontiguousarray(info.value, info.dtype).tobytes()))
+            sg.tensors.append(dataclasses.replace(tensor, name=f"{tensor.name}/known", shape=tuple(info.shape),
+                                                  buffer=len(out.buffers) - 1, shape_signature=None,
+                                                  is_variable=False))
+            constant_of[(s, t)] = len(sg.tensors) - 1
+        op = sg.operators[i] = copy.copy(sg.operators[i])
+        op.inputs = [*op.inputs[:k], constant_of[(s, t)], *op.inputs[k + 1:]]
+    return out

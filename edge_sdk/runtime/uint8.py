@@ -151,72 +151,8 @@ def _requantize_concat_inputs(model: Model, chosen: set) -> None:
 # The C runtime (firmware_c) has no UINT8 presentation of its own: it refuses a quantized UINT8 tensor where its
 # kernel runs INT8 (EDGE_UNSUPPORTED_TYPE naming the node). Every path that hands it a model - the C binding
 # (c_interpreter), edge check's C runner, edge flash's firmware, edge profile's board, edge export's folder - hands
-# it the presented bytes from here, and flips the presented inputs / outputs at its boundary (``c_io``).
-def c_model(model: Model | None, data: bytes) -> tuple[Model | None, bytes, frozenset]:
-    """(model, bytes) the C runtime loads: ``data`` (the .tflite's bytes; ``model`` its Model when the caller has
-    it) with the legacy UINT8 tensors presented as INT8 (``present``) and the shapes its shape arithmetic gives
-    declared (edge_sdk.runtime.shape_arithmetic.declared_shapes: the C kernels size a RESHAPE from its declared
-    output when its shape input is computed), and the presented (subgraph, tensor) pairs. A model needing neither
-    comes back as it is (and unreadable bytes too: the C loader names what is wrong)."""
-    from edge_sdk.model import read_model, write_model
-    from edge_sdk.runtime.shape_arithmetic import declared_shapes
-
-    if model is not None:
-        source = model
-    else:
-        try:
-            source = read_model(data)
-        except Exception:  # the C loader reports a malformed file in its own words (edge_load's status)
-            return None, data, frozenset()
-    presented, chosen = present(source)
-    shapes = declared_shapes(presented)
-    if shapes:
-        presented = with_shapes(presented, shapes)
-    if not chosen and not shapes:
-        return model, data, chosen
-    return presented, write_model(presented), chosen
-
-
-def with_shapes(model: Model, shapes: dict[tuple[int, int], tuple[int, ...]]) -> Model:
-    """A copy of ``model`` whose tensors (subgraph, tensor) have these shapes (the rest shared, not copied)."""
-    import dataclasses
-
-    out = copy.copy(model)
-    out.subgraphs = list(model.subgraphs)
-    for (s, t), shape in shapes.items():
-        sg = out.subgraphs[s] = copy.copy(out.subgraphs[s])
-        sg.tensors = list(sg.tensors)
-        sg.tensors[t] = dataclasses.replace(sg.tensors[t], shape=shape)
-    return out
-
-
-def c_bytes(model_or_data) -> tuple[bytes, frozenset]:
-    """The bytes the C runtime loads for a .tflite's bytes or a ``Model`` (``c_model``), and the presented
-    (subgraph, tensor) pairs (empty: the bytes are the model's own)."""
-    if isinstance(model_or_data, Model):
-        from edge_sdk.model import write_model
-
-        return c_model(model_or_data, write_model(model_or_data))[1:]
-    _, data, chosen = c_model(None, bytes(model_or_data))
-    return data, chosen
-
-
-def c_path(path) -> tuple["Path", frozenset]:
-    """``path`` itself when the C runtime loads its bytes as they are; else the presented model (``c_bytes``)
-    written once to ``<cache>/uint8/<sha256[:16]>/<the same file name>`` (the tools that build from a file -
-    gen_ops.py, the firmware's model_data.c - read that one), and the presented pairs."""
-    from pathlib import Path
-
-    from edge_sdk.resources import cached_copy
-
-    path = Path(path)
-    original = path.read_bytes()
-    data, chosen = c_bytes(original)
-    if data is original:
-        return path, chosen
-    return cached_copy("uint8", path.name, data), chosen
-
-
+# it the presented bytes (edge_sdk.runtime.c_loaded), and flips the presented inputs / outputs at its boundary
+# (``c_io``).
 def c_io(model: Model, chosen) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(input positions, output positions) of subgraph 0 the C runtime holds as INT8 where the model says UINT8:
     the values to flip (``to_int8`` going in, ``to_uint8`` coming out) at its boundary."""

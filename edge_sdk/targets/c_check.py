@@ -8,7 +8,7 @@ struct layout (``edge-run-c --plan`` compiled by arm-linux-gnueabihf-gcc, run by
 those are missing, said so in ``TargetPlan.layout``): its high-water mark is the board's to the byte. A 64-bit
 Linux target is measured by the library as it runs there (``linux_layout``). The runners are built from
 ``edge_sdk.runtime.c_build.FIRMWARE`` into the cache folder (``check_runner``); BuildError when they cannot be.
-A legacy UINT8 model is measured as the C runtime runs it, presented as INT8 (edge_sdk.runtime.uint8.c_bytes, as
+A legacy UINT8 model is measured as the C runtime runs it, presented as INT8 (edge_sdk.runtime.c_loaded.c_bytes, as
 edge flash embeds it): the C runtime refuses raw UINT8 tensors where its kernels run INT8.
 """
 
@@ -24,7 +24,7 @@ from edge_sdk import log, resources
 from edge_sdk.errors import BuildError, ModelError
 from edge_sdk.runtime import c_build
 from edge_sdk.runtime.c_status import STATUS, status_name
-from edge_sdk.runtime.planner import MEMORY_PLANS
+from edge_sdk.runtime.planner import MEMORY_PLANS, c_runner_flags
 
 # `edge check` on a C target: the C runtime's own loader, prepare and planner, built as that target (its type
 # switches, its pointer size and struct layout) and run once without invoking. A 32-bit microcontroller's
@@ -208,11 +208,11 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
     (a QEMU_AARCH64_CPUS name; else qemu's "max").
     ``memory``: the plan (edge_sdk.runtime.interpreter.MEMORY_PLANS), "layer", "inplace" (EDGE_INIT_MEMORY_MIN) or
     "min" (edge_init_patch with ``patch``, an edge_sdk.runtime.patching.PatchPlan; None: no stage, as "inplace").
-    ``presented``: ``data`` is already the bytes the C runtime loads (edge_sdk.runtime.uint8.c_model's, as
+    ``presented``: ``data`` is already the bytes the C runtime loads (edge_sdk.runtime.c_loaded.c_model's, as
     edge check has them), not parsed again. BuildError when no layout can be built here."""
     import tempfile
 
-    from edge_sdk.runtime.uint8 import c_bytes
+    from edge_sdk.runtime.c_loaded import c_bytes
 
     if not presented:
         data = c_bytes(data)[0]  # legacy UINT8: the model the C runtime runs (the same bytes for every other model)
@@ -227,9 +227,7 @@ def target_plan(data: bytes, layout: str | None = None, type_defs: tuple[str, ..
         prefix = [shutil.which(QEMU_AARCH64) or QEMU_AARCH64, "-cpu", cpu if cpu in QEMU_AARCH64_CPUS else "max"]
     if memory not in MEMORY_PLANS:
         raise ValueError(f"memory must be one of {', '.join(map(repr, MEMORY_PLANS))}, not {memory!r}")
-    memory_flag = ["--memory-min"] if memory in ("inplace", "min") else []
-    if memory == "min" and patch is not None:  # edge_init_patch's stage and grid (a patching.PatchPlan)
-        memory_flag += ["--patch", f"{patch.nodes[0]},{patch.nodes[-1]},{patch.grid[0]},{patch.grid[1]}"]
+    memory_flag = c_runner_flags(memory, patch)  # edge_init_patch's stage and grid (a patching.PatchPlan)
     with tempfile.TemporaryDirectory(prefix="edge-check-") as tmp:
         model = Path(tmp) / "model.tflite"
         model.write_bytes(data)

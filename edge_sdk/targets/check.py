@@ -452,7 +452,8 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
     converter checks the graph it just built, at the shapes it was given)."""
     from edge_sdk.model.input_shapes import judged_shapes, shaped_model
     from edge_sdk.runtime import planner
-    from edge_sdk.runtime.uint8 import c_io_note, c_model
+    from edge_sdk.runtime.c_loaded import c_model
+    from edge_sdk.runtime.uint8 import c_io_note
 
     planner.check_memory(memory, auto=True)
     profile = load_profile(profile)
@@ -503,7 +504,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                             "without the SIMD fast paths, whose packed weights are not counted (an estimate)")
                 c_plan = _cached(("c", digest, plan_kind, c_layout, c_cpu, c_defs), lambda: c_check.target_plan(
                     data, c_layout, type_defs=c_defs, memory=plan_kind,
-                    patch=planner.c_patch_stage(data) if plan_kind == "min" else None, cpu=c_cpu, presented=True))
+                    patch=planner.c_stage_for(data, plan_kind), cpu=c_cpu, presented=True))
             except BuildError as exc:
                 result.notes.append(f"the C runtime could not be built here ({str(exc).splitlines()[0]}): "
                                     "ops checked against the C kernels' registrations, RAM estimated")
@@ -589,7 +590,7 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
                     measured[asked] = _cached(("c", digest, asked, c_plan.layout, c_cpu, c_defs),
                                               lambda: c_check.target_plan(
                                                   data, c_plan.layout, c_defs, memory=asked,
-                                                  patch=planner.c_patch_stage(data) if asked == "min" else None,
+                                                  patch=planner.c_stage_for(data, asked),
                                                   cpu=c_cpu, presented=True))
                 except (BuildError, ModelError):
                     measured[asked] = None

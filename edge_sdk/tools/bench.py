@@ -243,10 +243,7 @@ class _Runner:
     def packed_weights_bytes(self) -> int | None:
         """The C runtime's packed weight copies (not in arena_bytes, issue 23 point 5); 0 for the Python
         interpreter (none), None for LiteRT (not known)."""
-        if self.backend == "python":
-            return 0
-        size = getattr(self.interp, "packed_weights_bytes", None)
-        return int(size) if isinstance(size, int) else None
+        return self.interp.packed_weights_bytes if self.backend in ("python", "c") else None  # ours: its own
 
 
 def _op_facts(interp, subgraph: int = 0) -> tuple[list, list]:
@@ -408,7 +405,7 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         # arena_bytes: the same figure under its older name
         "arena_bytes": runner.arena_bytes(), "arena_size": runner.arena_bytes(),
         "packed_weights_bytes": runner.packed_weights_bytes(),
-        # the C runtime's arena_size in parts (CInterpreter.arena_parts: fast_path_scratch, the host's SIMD scratch)
+        # arena_size in parts (both runtimes: the C one names the host SIMD scratch; LiteRT has none: None)
         "arena_parts": runner.interp.arena_parts() if hasattr(runner.interp, "arena_parts") else None,
         "peak_rss_bytes": peak_rss,
         "python": platform.python_version(),

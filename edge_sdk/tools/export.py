@@ -42,6 +42,7 @@ from edge_sdk import log
 from edge_sdk.errors import DeviceError, EdgeError, ModelError
 from edge_sdk.model.types import tensor_nbytes
 from edge_sdk.runtime import op_table
+from edge_sdk.runtime.planner import BUILT_BY, c_memory_min
 from edge_sdk.targets.check import DSP_CPUS  # the arena measure emulates their DSP paths, as edge check does
 from edge_sdk.targets.registry import BOARD_LIST
 from edge_sdk.tools import flash as _flash
@@ -242,7 +243,7 @@ def _built_need(tree: Path, model_path: Path, cc: str, flags: list[str], prefix:
         srcs = [str(p) for p in sorted((tree / "src").rglob("*.c")) if p.name != "edge_model_data.c"]
         inc = tree / ("include" if (tree / "include").is_dir() else "src")
         cmd = [cc, "-std=c99", *flags, f"-I{inc}", f"-I{tree / 'src'}", "-o", str(exe), str(main), *srcs, "-lm"]
-        init_flags = "2" if memory in ("inplace", "min") else "0"  # EDGE_INIT_MEMORY_MIN
+        init_flags = "2" if c_memory_min(memory) else "0"  # EDGE_INIT_MEMORY_MIN
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
             if proc.returncode != 0:
@@ -393,7 +394,7 @@ def model_header(name: str, arena: int, source: str, inputs: list[dict], outputs
     ``init_min``: EDGE_INIT_MEMORY_MIN in the flags (the arena was measured with it; None: unless "layer");
     ``arena_how``: the build that measured the arena."""
     if init_min is None:
-        init_min = memory != "layer"
+        init_min = c_memory_min(BUILT_BY[memory])
     from edge_sdk.runtime.planner import PLAN_WORDS
 
     why = ARENA_SOURCES[source] + (f"; {arena_how}" if arena_how else "")
@@ -888,7 +889,8 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer", input_s
     (edge_sdk.model.input_shapes; a -1 beyond the batch axis without one is a UsageError)."""
     from edge_sdk.model import read_model
     from edge_sdk.model.input_shapes import shaped_model_path
-    from edge_sdk.runtime.uint8 import SHIFT, c_io, c_io_note, c_path
+    from edge_sdk.runtime.c_loaded import c_path
+    from edge_sdk.runtime.uint8 import SHIFT, c_io, c_io_note
     from edge_sdk.targets.profiles import load_profile
 
     from edge_sdk.runtime.planner import MEMORY_PLANS, choose_plan
@@ -980,7 +982,7 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer", input_s
                           "and reports this figure")
         warnings = plan_warnings + ([] if source == "target" else [f"the arena size is {ARENA_SOURCES[source]}"])
         (tmp / mdir / "edge_model.h").write_text(model_header(name, arena, source, inputs, outputs, sha, len(data),
-                                                              plan, patch, memory != "layer",
+                                                              plan, patch, c_memory_min(memory),
                                                               f"{arena_how}. {arena_note}"))
         srcs = sorted(str(p.relative_to(tmp)) for p in (tmp / "src").rglob("*.c"))
         if fmt != "arduino":

@@ -117,10 +117,11 @@ def _target_arena(model_path: Path, profile, plan: str) -> tuple[int | None, str
 
 
 def _c_model_path(model_path: Path) -> tuple[Path, str]:
-    """The file the firmware embeds (edge_sdk.runtime.uint8.c_path: a legacy UINT8 model presented as INT8, else
+    """The file the firmware embeds (edge_sdk.runtime.c_loaded.c_path: a legacy UINT8 model presented as INT8, else
     the model itself) and, for a presented model, what a host talking to the board must know (c_io_note)."""
     from edge_sdk.model import read_model
-    from edge_sdk.runtime.uint8 import c_io_note, c_path
+    from edge_sdk.runtime.c_loaded import c_path
+    from edge_sdk.runtime.uint8 import c_io_note
 
     path, pairs = c_path(model_path)
     return path, c_io_note(read_model(path.read_bytes()), pairs) if pairs else ""
@@ -191,22 +192,15 @@ def kernel_files(model) -> list[str]:
     return sorted(files | set(shared_kernel_files(files)))
 
 
-def patch_plan_for(data: bytes):
-    """The patch stage the firmware runs for memory="min" (edge_sdk.runtime.planner.c_patch_stage)."""
-    from edge_sdk.runtime.planner import c_patch_stage
-
-    return c_patch_stage(data)
-
-
 def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer") -> int:
     """Arena bytes to give the C runtime on the target: its high-water mark plus ARENA_MARGIN and ARENA_SLACK (at
     most ``budget`` unless the need itself exceeds it). The need is the board's own figure when the C runtime
     can be built with the board's 32-bit layout here (``c_check.target_plan``, what `edge check` reports),
     else the host build's (64-bit structs: more than the board needs), else the Python plan. ``memory``: the
     plan (planner.MEMORY_PLANS: "layer", "inplace" = EDGE_INIT_MEMORY_MIN, "min" = that plus the stage
-    patch_plan_for gives)."""
+    planner.c_stage_for gives)."""
     from edge_sdk.runtime import c_interpreter
-    from edge_sdk.runtime.planner import runtime_arena
+    from edge_sdk.runtime.planner import c_stage_for, runtime_arena
     from edge_sdk.targets import c_check
 
     if c_check.ILP32 in c_check.target_layouts():
@@ -218,7 +212,7 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
             used = {t.type for sg in model.subgraphs for t in sg.tensors}
             defs = tuple(f"-D{m}=0" for t, m in c_type_switches().items() if t not in used)
             plan = c_check.target_plan(data, c_check.ILP32, defs, memory=memory,
-                                       patch=patch_plan_for(data) if memory == "min" else None)
+                                       patch=c_stage_for(data, memory))
         except BuildError as exc:
             log.debug(f"the C runtime's 32-bit check runner did not build ({exc}); sizing from the host build")
             plan = None
@@ -230,7 +224,7 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
             return (size + 15) // 16 * 16
     try:
         interp = c_interpreter.CInterpreter(model_content=data, memory=memory,
-                                            patch_plan=patch_plan_for(data) if memory == "min" else None)
+                                            patch_plan=c_stage_for(data, memory))
         interp.allocate_tensors()
         info = interp.plan_info()
         need = runtime_arena(info["high_water"], info["arena_used"])  # the buffer holds the packed copies too
@@ -263,7 +257,7 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
     input_bytes = sum(tensor_nbytes(sg0.tensors[i]) for i in sg0.inputs)
     total_ops = sum(len(sg.operators) for sg in model.subgraphs)
     trace_cap = min(4096, max(64, 2 * total_ops + 16))
-    from edge_sdk.runtime.planner import choose_plan
+    from edge_sdk.runtime.planner import c_memory_min, choose_plan
 
     choice = choose_plan(data, memory, arena_budget, "c", need=lambda asked: measure_arena(data, arena_budget, asked))
     for note in choice.notes:  # why this plan and not the one asked for (or the layer plan)
@@ -286,7 +280,7 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
         f"#define APP_ARENA_BYTES {arena}u\n#define APP_INPUT_BYTES {input_bytes}u\n"
         f"#define APP_TRACE_CAP {trace_cap}u\n#define APP_SG0_OPS {len(sg0.operators)}u\n"
         f"#define APP_GEN_STATE_BYTES {gen_state}u\n"
-        f"#define APP_INIT_FLAGS {'0u' if asked == 'layer' else 'EDGE_INIT_MEMORY_MIN'} /* the arena plan: {plan} */\n"
+        f"#define APP_INIT_FLAGS {'EDGE_INIT_MEMORY_MIN' if c_memory_min(asked) else '0u'} /* the arena plan: {plan} */\n"
         f"{patch_line}"
         "#endif\n"
     )

@@ -279,7 +279,8 @@ def profile_model(model_path, target, port: str | None = None, runs: int = 10, i
     from edge_sdk.model.input_shapes import shaped_model_path
     from edge_sdk.device.serial_link import CAP_RESET_STATE, SerialLink
     from edge_sdk.runtime.interpreter import Interpreter
-    from edge_sdk.runtime.uint8 import c_io, c_io_note, c_path
+    from edge_sdk.runtime.c_loaded import c_path
+    from edge_sdk.runtime.uint8 import c_io, c_io_note
     from edge_sdk.targets.profiles import Profile, load_profile
 
     if runs < 1:

@@ -115,10 +115,12 @@ def _node_count(model) -> int:
 
 
 def c_accepts(content: bytes, num_threads: int | None = None, memory: str = "layer", *,
-              raise_build_error: bool = False):
+              raise_build_error: bool = False, allocate: bool = True):
     """(the allocated CInterpreter, None) when the C runtime loads and prepares ``content``, else (None, why
     not) — why: the library is not available here, or the node it refuses. ``raise_build_error``: a library that
-    should build here but does not (its build failed, the compiler is gone) raises its BuildError instead."""
+    should build here but does not (its build failed, the compiler is gone) raises its BuildError instead.
+    ``allocate`` False (a model whose input shapes come later, per request: its stored shape is a placeholder no
+    kernel may run at): the C runtime loads it and has a kernel for every op; each shape is prepared when given."""
     from edge_sdk.errors import EdgeError
     from edge_sdk.runtime import c_interpreter
 
@@ -133,6 +135,9 @@ def c_accepts(content: bytes, num_threads: int | None = None, memory: str = "lay
         return None, f"C runtime not available here: {' '.join(str(exc).split())[:300]}"
     except (EdgeError, ValueError) as exc:
         return None, c_refusal(exc)
+    if not allocate:
+        missing = c_interpreter.missing_ops(it.model)
+        return (None, f"C runtime has no kernel for {', '.join(missing)}") if missing else (it, None)
     try:
         it.allocate_tensors()
     except EdgeError as exc:
@@ -141,10 +146,12 @@ def c_accepts(content: bytes, num_threads: int | None = None, memory: str = "lay
 
 
 def choose_runtime(content: bytes, requested: str = AUTO, num_threads: int | None = None,
-                   memory: str = "layer") -> RuntimeChoice:
+                   memory: str = "layer", per_request_shapes: bool = False) -> RuntimeChoice:
     """The runtime for ``content`` (a .tflite's bytes) under ``requested`` (module docstring). Forcing "c" on a
     model the C runtime refuses raises ModelError; on a machine without its library or the tools to build it,
-    DeviceError; when its build fails, BuildError (the CLI's own exit status for it)."""
+    DeviceError; when its build fails, BuildError (the CLI's own exit status for it). ``per_request_shapes``
+    (edge serve of a model with a -1 input dim and no --input-shape): judged by its ops, not prepared at the
+    stored placeholder shape (c_accepts' ``allocate``); each request's shape is prepared when it comes."""
     if requested not in CHOICES:
         raise ValueError(f"backend must be one of {', '.join(CHOICES)}, not {requested!r}")
     if requested == PYTHON:
@@ -152,7 +159,8 @@ def choose_runtime(content: bytes, requested: str = AUTO, num_threads: int | Non
     if requested == AUTO and not sys.platform.startswith("linux"):
         return RuntimeChoice(PYTHON, f"the C runtime is the default on Linux only (this is {sys.platform}; "
                                      "--backend c forces it)", requested)
-    it, why = c_accepts(content, num_threads, memory, raise_build_error=requested == C)
+    it, why = c_accepts(content, num_threads, memory, raise_build_error=requested == C,
+                        allocate=not per_request_shapes)
     if it is None:
         if requested == C:
             if why.startswith("C runtime not available"):
@@ -161,6 +169,8 @@ def choose_runtime(content: bytes, requested: str = AUTO, num_threads: int | Non
         return RuntimeChoice(PYTHON, why, requested)
     n = _node_count(it.model)
     what = f"C runtime runs all {n} node{'s' if n != 1 else ''}"
+    if per_request_shapes:
+        what = f"C runtime has a kernel for all {n} node{'s' if n != 1 else ''}; each input shape prepared as it comes"
     return RuntimeChoice(C, what if requested == AUTO else f"--backend c: {what}", requested)
 
 

@@ -169,10 +169,14 @@ def _probe_batching(content: bytes, inputs: list[dict], outputs: list[dict]) -> 
         raise ModelError("unsupported input dtype")
 
     try:
+        one = _new_interpreter(content)
+        shape_inputs = [d["name"] for d, r in zip(inputs, one.required_input_values()) if r is not None]
+        if shape_inputs:  # its one legal value is the output shape, which the batch size changes
+            return "none", 1, (f"input {', '.join(repr(n) for n in shape_inputs)} holds an output shape "
+                               "(Interpreter.required_input_values), which the batch size changes")
         two = _new_interpreter(content, 2)
         if [int(d["shape"][0]) for d in two.get_output_details()] != [2] * len(outputs):
             return "none", 1, "resizing the batch axis to 2 does not give outputs with a batch axis of 2"
-        one = _new_interpreter(content)
         xs = [sample(d, 2) for d in inputs]
         both = _run(two, xs)
         for row in range(2):
@@ -232,7 +236,8 @@ class Server:
 
         self.nan_weights = warn_nan_weights(self.content, self.name)  # served all the same; said once, in /health
         # the runtime (issue 16 point 5): auto = the C runtime when it runs the model; said at start-up, in /health
-        self.runtime = choose_runtime(self.content, backend, num_threads=num_threads)
+        self.runtime = choose_runtime(self.content, backend, num_threads=num_threads,
+                                      per_request_shapes=bool(self.dynamic))
         if self.dynamic:  # its stored shape is a placeholder: nothing to allocate until a request gives one
             from edge_sdk.runtime.interpreter import Interpreter
 

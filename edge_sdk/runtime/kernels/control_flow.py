@@ -12,10 +12,13 @@
   decomposition_subgraph_index subgraph, whose outputs are the node's (LiteRT calls the decomposition; the
   composite's name and attributes only tell a delegate what the decomposition computes).
 
-Shapes are static, as TFLM requires: every callee subgraph is prepared before the node that calls it
-(planner.call_order), and prepare holds the branches' / the loop's tensors to the node's: the same types, the
-same shapes (a branch input, a loop variable), the same output shapes in both branches. What would need
-dynamic shapes (branches whose outputs differ, a loop variable that changes shape) is refused at prepare.
+Shapes are static within a prepare, as TFLM requires: every callee subgraph is prepared before the node that
+calls it (planner.call_order), at its declared shapes; a node passing inputs of other shapes (a model resized to
+another length) has it prepared again at those, as LiteRT resizes and re-prepares a callee
+(Interpreter.prepare_subgraph_at; one set of shapes per subgraph). Prepare then holds the branches' / the loop's
+tensors to the node's: the same types, the same shapes (a branch input, a loop variable), the same output shapes
+in both branches. What would need dynamic shapes (branches whose outputs differ, a loop variable that changes
+shape) is refused at prepare.
 """
 
 from __future__ import annotations
@@ -25,16 +28,20 @@ from edge_sdk.runtime import op_table
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
 
 
-def _callees(node: Node) -> list[tuple[int, str, list[TensorInfo], list[TensorInfo]]]:
+def _callees(node: Node, args: list[TensorInfo] | None = None
+             ) -> list[tuple[int, str, list[TensorInfo], list[TensorInfo]]]:
     """Per subgraph the node calls (its op-table row's ``subgraphs`` option fields, in order: IF's then / else,
     WHILE's cond / body): (index, what to call it in messages, input infos, output infos). The interpreter checked
-    the indices before prepare and prepared those subgraphs first."""
+    the indices before prepare and prepared those subgraphs first; with ``args`` (the infos the node passes in)
+    each is prepared again at their shapes where they differ (Runtime.prepare_subgraph_at, as LiteRT)."""
     runtime = node.runtime
     if runtime is None:
         raise node.error("needs an interpreter that runs subgraphs")
     out = []
     for field in op_table.row(node.op).subgraphs:
         index = int(node.options[field])
+        if args is not None:
+            runtime.prepare_subgraph_at(index, [a.shape for a in args], node)
         infos = runtime.subgraph_infos(index)
         sg = runtime.model.subgraphs[index]
         what = f"{field.removesuffix('_subgraph_index')} subgraph {index}"
@@ -70,7 +77,7 @@ def prepare_if(node: Node):
     _expect_bool_scalar(node, cond, "condition")
     args = [node.input(k) for k in range(1, len(node.inputs))]
     branches = []
-    for index, what, ins, outs in _callees(node):  # then, else
+    for index, what, ins, outs in _callees(node, args):  # then, else
         _expect_counts(node, what, ins, len(args), "input")
         _expect_counts(node, what, outs, len(node.outputs), "output")
         for k, (x, b) in enumerate(zip(args, ins)):
@@ -105,7 +112,8 @@ def prepare_while(node: Node):
     if len(node.outputs) != n:
         raise node.error(f"has {n} inputs and {len(node.outputs)} outputs: a WHILE's loop variables are both")
     variables = [node.input(k) for k in range(n)]
-    (cond_index, cond_what, cond_ins, cond_outs), (body_index, body_what, body_ins, body_outs) = _callees(node)
+    callees = _callees(node, variables)
+    (cond_index, cond_what, cond_ins, cond_outs), (body_index, body_what, body_ins, body_outs) = callees
     _expect_counts(node, cond_what, cond_ins, n, "input")
     _expect_counts(node, cond_what, cond_outs, 1, "output")
     _expect_bool_scalar(node, cond_outs[0], f"{cond_what} output")

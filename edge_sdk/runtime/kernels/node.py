@@ -105,6 +105,9 @@ class Runtime(Protocol):
     def subgraph_infos(self, subgraph_index: int) -> list[TensorInfo]:
         """Subgraph ``subgraph_index``'s tensor infos, as prepared (prepare time only)."""
 
+    def prepare_subgraph_at(self, subgraph_index: int, shapes, caller: "Node") -> None:
+        """Prepare time only: the callee prepared again at the caller's input shapes where they differ."""
+
 
 @dataclass
 class Node:

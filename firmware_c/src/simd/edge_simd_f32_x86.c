@@ -202,7 +202,7 @@ static INLINE T_SG512 void z_tile(const int32_t mr, const int two, const float *
 
 #define Z_CALL(mr, two) z_tile(mr, two, ai, lda, pb, pb + pstride, bias + c, nseg, len, step, lo, hi, yi, ldy, cols)
 #define Z_TILES(two)                                                                                         \
-    switch (i1 - i < Z_MR ? i1 - i : Z_MR) {                                                                 \
+    switch (mr) {                                                                                            \
     case 8: Z_CALL(8, two); break;                                                                           \
     case 7: Z_CALL(7, two); break;                                                                           \
     case 6: Z_CALL(6, two); break;                                                                           \
@@ -213,6 +213,14 @@ static INLINE T_SG512 void z_tile(const int32_t mr, const int two, const float *
     default: Z_CALL(1, two); break;                                                                          \
     }
 
+/* Rows of the next tile when `left` rows remain: Z_MR, but the last 9 to 11 rows as two tiles of 4 to 6 (8 + 1:
+ * 5 + 4), not 8 and a tile of 1 to 3. A tile's sums are chains of k dependent FMAs (4 cycles each): one row (two
+ * chains) ran its k steps at a quarter of the FMA ports' rate, so that a 7 x 7 output (49 rows: 6 x 8 + 1) spent
+ * about an eighth of its GEMM on its last row. Any split gives the same bits (a row's sums do not depend on it). */
+static INLINE int32_t z_tile_rows(int32_t left) {
+    return left <= Z_MR ? left : (left < Z_MR + 4 ? (left + 1) / 2 : Z_MR);
+}
+
 /* Rows [0, m) of a (stride lda; each row's values in nseg runs of len, step apart: z_tile) against every pair of
  * panels of [n0, n1), their values from pofs on (a pair: 2 x k x 64 bytes, reused from L1 / L2 by every tile). */
 static INLINE T_SG512 void z_rows(const edge_simd_sgemm_t *g, const float *a, int32_t m, int64_t lda, int32_t nseg,
@@ -221,13 +229,14 @@ static INLINE T_SG512 void z_rows(const edge_simd_sgemm_t *g, const float *a, in
     const int64_t pstride = (int64_t)NR * g->k;
     const float *bias = g->packed, *panels = g->packed + g->npad + pofs;
     const int32_t i1 = m;
-    int32_t i, c;
+    int32_t i, c, mr;
     for (c = n0; c < n1; c += 2 * NR) {
         const float *pb = panels + (int64_t)(c / NR) * pstride;
         const int32_t cols = n1 - c;
-        for (i = 0; i < i1; i += Z_MR) {
+        for (i = 0; i < i1; i += mr) {
             const float *ai = a + (int64_t)i * lda;
             float *yi = y + (int64_t)i * ldy + c;
+            mr = z_tile_rows(i1 - i);
             if (cols > NR) {
                 Z_TILES(1)
             } else {

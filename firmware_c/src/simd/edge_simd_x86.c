@@ -171,6 +171,32 @@ T_VNNI static INLINE rq512_t rq512_prep(__m512i mul, __m512i rs, int32_t zp, int
     return c;
 }
 
+/* rq512_apply before its zero point and clamp: the 16 requantized values as int32. */
+T_VNNI static INLINE __m512i rq512_scaled(__m512i acc, const rq512_t *c) {
+    const __m512i neg = _mm512_set1_epi64(-((int64_t)1 << 30)), r31 = _mm512_set1_epi64((int64_t)1 << 31);
+    const __m512i pe = _mm512_mul_epi32(acc, c->mul);
+    const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(acc, (_MM_PERM_ENUM)0xF5), c->mul_odd);
+    __m512i te = _mm512_add_epi64(pe, c->add_even), to = _mm512_add_epi64(po, c->add_odd);
+    te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, neg), te, r31);
+    to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, neg), to, r31);
+    te = _mm512_srav_epi64(te, c->shift_even);
+    to = _mm512_srav_epi64(to, c->shift_odd);
+    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, te, _mm512_shuffle_epi32(to, (_MM_PERM_ENUM)0xB1));
+}
+
+/* Two blocks' requantized int32 (q0: channels c0 .. c0 + 15, q1: the next 16) as 32 int8 in channel order:
+ * + zp and the clamp on the packed values (VPACKSSDW, VPADDSW, VPACKSSWB, one VPERMD, then max / min on 32 bytes:
+ * six operations for 32 outputs where rq512_apply's tail spends ten). Exact: q fits int32; saturating to int16 and
+ * adding a zero point in [-128, 127] with saturation keeps every q + zp outside [-128, 127] outside it on the same
+ * side, and lo / hi lie in [-128, 127]. */
+T_VNNI static INLINE __m256i rq512_pack2(__m512i q0, __m512i q1, __m512i zp16, __m256i lo8, __m256i hi8) {
+    /* after the two packs each 128-bit lane L holds q0[4L..4L+3], q1[4L..4L+3] as bytes (dwords 4L, 4L + 1) */
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i w16 = _mm512_adds_epi16(_mm512_packs_epi32(q0, q1), zp16);
+    const __m256i b = _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, _mm512_packs_epi16(w16, w16)));
+    return _mm256_min_epi8(_mm256_max_epi8(b, lo8), hi8);
+}
+
 T_VNNI static INLINE __m512i rq512_apply(__m512i acc, const rq512_t *c) {
     const __m512i neg = _mm512_set1_epi64(-((int64_t)1 << 30)), r31 = _mm512_set1_epi64((int64_t)1 << 31);
     const __m512i pe = _mm512_mul_epi32(acc, c->mul);
@@ -184,6 +210,52 @@ T_VNNI static INLINE __m512i rq512_apply(__m512i acc, const rq512_t *c) {
     q = _mm512_add_epi32(q, c->zp);
     return _mm512_min_epi32(_mm512_max_epi32(q, c->lo), c->hi);
 }
+
+/* The output step of the VNNI tiles (vnni_tile, qconv_tile): acc[r][b] (its sums from the bias) requantized into y's row r at
+ * columns (j + b) * 16 .., for the rows RCOND keeps, blocks [0, NB), nvalid columns valid from j * 16. Pairs of
+ * whole blocks go through rq512_pack2 (32 bytes a store) when the output's zero point and clamp are int8's, the
+ * others (a last odd or partial block) through rq512_apply and a masked 16-byte store. b, r, acc, g, bias, mul, rs,
+ * j, NB, nvalid, y, ldy: the tile's. */
+#define VNNI_REQUANT_STORE(UNROLL_R, UNROLL_B, RMAX, RCOND)                                                    \
+    do {                                                                                                     \
+        const int pairs = g->zp >= -128 && g->zp <= 127 && g->lo >= -128 && g->hi <= 127;                     \
+        uint32_t done = 0;                                                                                   \
+        UNROLL_B                                                                                             \
+        for (b = 0; b < 4; b += 2) {                                                                         \
+            if (pairs && b + 1 < NB && nvalid - b * VNNI_NB >= 2 * VNNI_NB) {                                \
+                const int32_t c0 = (j + b) * VNNI_NB;                                                        \
+                const rq512_t rq0 = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),                 \
+                                               _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi); \
+                const rq512_t rq1 = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0 + VNNI_NB)),       \
+                                               _mm512_loadu_si512((const void *)(rs + c0 + VNNI_NB)), g->zp, g->lo, \
+                                               g->hi);                                                       \
+                const __m512i zp16 = _mm512_set1_epi16((int16_t)g->zp);                                      \
+                const __m256i lo8 = _mm256_set1_epi8((char)g->lo), hi8 = _mm256_set1_epi8((char)g->hi);     \
+                UNROLL_R                                                                                     \
+                for (r = 0; r < RMAX; r++)                                                                   \
+                    if (RCOND)                                                                               \
+                        _mm256_storeu_si256((__m256i *)(y + (int64_t)r * ldy + c0),                          \
+                                            rq512_pack2(rq512_scaled(acc[r][b], &rq0),                       \
+                                                        rq512_scaled(acc[r][b + 1], &rq1),                   \
+                                                        zp16, lo8, hi8));                                    \
+                done |= 3u << b;                                                                             \
+            }                                                                                                \
+        }                                                                                                    \
+        UNROLL_B                                                                                             \
+        for (b = 0; b < 4; b++) {                                                                            \
+            if (b < NB && !(done >> b & 1u)) {                                                               \
+                const int32_t c0 = (j + b) * VNNI_NB, left = nvalid - b * VNNI_NB;                           \
+                const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),                  \
+                                              _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi); \
+                const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);      \
+                UNROLL_R                                                                                     \
+                for (r = 0; r < RMAX; r++)                                                                   \
+                    if (RCOND)                                                                               \
+                        _mm_mask_storeu_epi8((void *)(y + (int64_t)r * ldy + c0), mask,                      \
+                                             _mm512_cvtepi32_epi8(rq512_apply(acc[r][b], &rq)));              \
+            }                                                                                                \
+        }                                                                                                    \
+    } while (0)
 
 /* MR rows of the work area (u8, a ^ 0x80, interleaved: step s of row r at a[s * GEMM_MR * 4 + r * 4], so that every
  * broadcast is at a constant offset from one pointer: 12 rows' addresses in registers spilled the GPRs) x NB blocks
@@ -207,8 +279,8 @@ T_VNNI static INLINE void vnni_tile(const edge_simd_qgemm_t *g, const uint8_t *a
     GEMM_UNROLL_MR
     for (r = 0; r < GEMM_MR; r++)
         GEMM_UNROLL_NB
-        for (b = 0; b < 4; b++)
-            if (r < MR && b < NB) acc[r][b] = _mm512_setzero_si512();
+        for (b = 0; b < 4; b++) /* the sums start at the bias (int32 adds in any order: the same sums) */
+            if (r < MR && b < NB) acc[r][b] = _mm512_loadu_si512((const void *)(bias + (j + b) * VNNI_NB));
     for (s = 0; s < steps; s++, w += 64, a += 4 * GEMM_MR) {
         GEMM_UNROLL_NB
         for (b = 0; b < 4; b++)
@@ -226,26 +298,14 @@ T_VNNI static INLINE void vnni_tile(const edge_simd_qgemm_t *g, const uint8_t *a
             }
         }
     }
-    GEMM_UNROLL_NB
-    for (b = 0; b < 4; b++) {
-        if (b < NB) {
-            const int32_t c0 = (j + b) * VNNI_NB, left = nvalid - b * VNNI_NB;
-            const __m512i bv = _mm512_loadu_si512((const void *)(bias + c0));
-            const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),
-                                          _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi);
-            const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-            GEMM_UNROLL_MR
-            for (r = 0; r < GEMM_MR; r++)
-                if (r < MR && r < mr)
-                    _mm_mask_storeu_epi8((void *)(y + (int64_t)r * ldy + c0), mask,
-                                         _mm512_cvtepi32_epi8(rq512_apply(_mm512_add_epi32(acc[r][b], bv), &rq)));
-        }
-    }
+    VNNI_REQUANT_STORE(GEMM_UNROLL_MR, GEMM_UNROLL_NB, GEMM_MR, r < MR && r < mr);
 }
 
-/* One row (FULLY_CONNECTED with one batch) against up to ROW_NB blocks j.. at once: ROW_NB independent sums
- * (VPDPBUSD's latency hidden), one broadcast of a per k step for all of them. */
-#define ROW_NB 8
+/* One row (FULLY_CONNECTED with one batch) against up to ROW_NB blocks j.. at once, one broadcast of a per k step
+ * for them, each block's even and odd k steps in two sums (four chains: VPDPBUSD's latency hidden). Two blocks, not
+ * eight: eight weight streams kpad * 16 bytes apart (16 KB at k 1024: one L1 set) ran at half the speed of two
+ * (C microbenchmark, min of 40 rounds: 1000 x 1024 17.4 -> 9.2 us, 1024 x 576 9.7 -> 4.6 us). */
+#define ROW_NB 2
 T_VNNI static void vnni_row(const edge_simd_qgemm_t *g, const uint8_t *a, int32_t j, int32_t nb, int32_t nvalid,
                             int8_t *y) {
     const int32_t kpad = g->kpad, npad = g->npad, steps = kpad / 4;
@@ -255,7 +315,7 @@ T_VNNI static void vnni_row(const edge_simd_qgemm_t *g, const uint8_t *a, int32_
     __m512i acc[ROW_NB], odd[ROW_NB];
     int32_t s, bb;
     for (bb = 0; bb < ROW_NB; bb++) acc[bb] = odd[bb] = _mm512_setzero_si512();
-    if (nb == ROW_NB) { /* even and odd k steps in separate sums (16 chains: VPDPBUSD's latency), added at the end */
+    if (nb == ROW_NB) { /* even and odd k steps in separate sums, added at the end (int32: the same sums) */
         for (s = 0; s + 2 <= steps; s += 2) {
             int32_t v0, v1;
             __m512i x0, x1;
@@ -478,7 +538,8 @@ T_VNNI static INLINE void qconv_tile(const edge_simd_qconv_t *q, const int8_t *x
     QCONV_UNROLL_MR
     for (r = 0; r < QCONV_MR; r++)
         QCONV_UNROLL_NB
-        for (b = 0; b < QCONV_NB; b++) acc[r][b] = _mm512_setzero_si512();
+        for (b = 0; b < QCONV_NB; b++) /* the sums start at the bias (int32 adds in any order: the same sums) */
+            acc[r][b] = b < NB ? _mm512_loadu_si512((const void *)(bias + (j + b) * VNNI_NB)) : _mm512_setzero_si512();
     for (fy = 0; fy < q->kh; fy++) {
         for (fx = 0; fx < q->kw; fx++) {
             if (MODE == QCONV_ROW) { /* every tap inside, the pixels sxb bytes apart */
@@ -523,21 +584,25 @@ T_VNNI static INLINE void qconv_tile(const edge_simd_qconv_t *q, const int8_t *x
             }
         }
     }
-    QCONV_UNROLL_NB
-    for (b = 0; b < QCONV_NB; b++) {
-        if (b < NB) {
-            const int32_t c0 = (j + b) * VNNI_NB, left = nvalid - b * VNNI_NB;
-            const __m512i bv = _mm512_loadu_si512((const void *)(bias + c0));
-            const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(mul + c0)),
-                                          _mm512_loadu_si512((const void *)(rs + c0)), g->zp, g->lo, g->hi);
-            const __mmask16 mask = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-            QCONV_UNROLL_MR
-            for (r = 0; r < QCONV_MR; r++)
-                if (r < mr)
-                    _mm_mask_storeu_epi8((void *)(y + (int64_t)r * ldy + c0), mask,
-                                         _mm512_cvtepi32_epi8(rq512_apply(_mm512_add_epi32(acc[r][b], bv), &rq)));
-        }
-    }
+    VNNI_REQUANT_STORE(QCONV_UNROLL_MR, QCONV_UNROLL_NB, QCONV_MR, r < mr);
+}
+
+/* A 1x1 filter's one output pixel (a 1x1 input: squeeze-excite and classifier convs, 576 -> 1024 and the like):
+ * its packed filter is the GEMM's layout (one tap, cpad = kpad), so the pixel's c bytes flipped to u8 run through
+ * vnni_row, two blocks and four sums at a time. qconv_tile's one row was a chain of c / 4 VPDPBUSD per block
+ * beside four weight streams kpad * 16 bytes apart. Returns 0 when it does not apply. */
+#define QCONV_ONE_MAX 4096
+T_VNNI static int qconv_one_pixel(const edge_simd_qconv_t *q, const int8_t *x, int32_t p, int8_t *y) {
+    const int32_t row = q->rows[(int64_t)(p / q->ow) * q->kh], col = q->cols[(int64_t)(p % q->ow) * q->kw];
+    const int32_t jend = q->g.npad / VNNI_NB;
+    uint8_t a[QCONV_ONE_MAX];
+    int32_t i, j;
+    if (q->kh != 1 || q->kw != 1 || q->cpad > QCONV_ONE_MAX || row < 0 || col < 0) return 0;
+    for (i = 0; i < q->c; i++) a[i] = (uint8_t)(x[(int64_t)row + col + i] ^ 0x80);
+    for (; i < q->cpad; i++) a[i] = 0x80; /* times the filter's zero padding */
+    for (j = 0; j < jend; j += ROW_NB)
+        vnni_row(&q->g, a, j, jend - j < ROW_NB ? jend - j : ROW_NB, q->g.n - j * VNNI_NB, y + (int64_t)p * q->g.n);
+    return 1;
 }
 
 T_VNNI static void qconv_vnni(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y) {
@@ -545,6 +610,7 @@ T_VNNI static void qconv_vnni(const edge_simd_qconv_t *q, const int8_t *x, int32
     const int32_t *ry[QCONV_MR], *cx[QCONV_MR];
     int32_t p, r, j;
     int32_t oy = p0 / q->ow, ox = p0 % q->ow;
+    if (p1 - p0 == 1 && qconv_one_pixel(q, x, p0, y)) return;
     for (p = p0; p < p1; p += QCONV_MR) {
         const int32_t mr = p1 - p < QCONV_MR ? p1 - p : QCONV_MR;
         const int32_t *rw = q->rows + (int64_t)oy * q->kh, *cl = q->cols + (int64_t)ox * q->kw;
