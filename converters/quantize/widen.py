@@ -64,11 +64,15 @@ def widening_rule(target=None, mode: str = "int8"):
     """(rule, where): ``rule(op name) -> (type, why)`` says what precision="auto" widens an op to: "int16"
     (int16x8) when the op has an int16 kernel in TFLM and in edge-sdk's interpreter and in the target's
     runtime (the row's ``int16`` "op", no runtime in its ``int16_missing``) and the target's profile takes int16
-    for it; else "float32" when the profile takes float32 for it; else (None, why). Without a target: int16 when
-    both edge-sdk runtimes (the Python interpreter and the C runtime) have the kernel, else float32. ``target``: a
-    profile name, a .toml path or a loaded ``Profile``. In int16x8 mode only float32 is wider."""
+    for it; else "float32" when the profile takes float32 for it; else (None, why). On a target whose profile says
+    ``widen_to = "float32"`` (a fast float path: XNNPACK on the Linux boards, where int16x8 runs reference kernels,
+    ~8x float32's time) float32 comes first, int16x8 only for an op the target runs in no float32. Without a
+    target: int16 when both edge-sdk runtimes (the Python interpreter and the C runtime) have the kernel, else
+    float32. ``target``: a profile name, a .toml path or a loaded ``Profile``. In int16x8 mode only float32 is
+    wider."""
     backend = None
     runtimes = ("python", "c")
+    float_first = False
     where = "the default runtimes (edge-sdk's interpreter and C runtime, TFLM)"
     if target is not None:
         from edge_sdk.targets.profiles import load_profile
@@ -76,10 +80,13 @@ def widening_rule(target=None, mode: str = "int8"):
         prof = load_profile(target)  # a Profile is taken as it is
         backend = prof.cpu_backend
         runtimes = tuple(dict.fromkeys(("python", prof.runtime or "python")))
+        float_first = prof.widen_to == "float32"
         where = f"target {prof.name} (runtime {prof.runtime or 'python'})"
 
     def rule(name: str, float_only: bool = False) -> tuple[str | None, str | None]:
         int16_why = None
+        if float_first and backend.op_constraints(name, "float32") is not None:
+            return "float32", None
         if mode == "int8" and not float_only:
             row = op_table.row(name)
             missing = [rt for rt in runtimes if rt in row.int16_missing]
