@@ -168,6 +168,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     stops widening once the task is kept where the task could be judged (``widen.Goal``), not only at ``min_snr``.
     """
     _check_settings(model, mode, method, io, percentile)
+    source = model  # written as it is when int8 keeps too little of it on a float-first target
     excluded = resolve_exclude(model, exclude)
     report = _new_report(model, mode, io, excluded)
     if mode in ("fp16", "dynamic"):
@@ -217,6 +218,9 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                                        len(cal.measure), no_rule, rule_target)
         report["guard"]["synthetic"] = cal.synthetic
         report["notes"] += _search_notes(report["guard"])
+        if precision == "auto" and _float_first(target) and \
+                report["guard"]["search"]["int8_mac_share"] < KEEP_INT8_MAC_SHARE:
+            return _float_source(source, _result(model, *first, cal, method, percentile, None, report))
     return _result(model, *first, cal, method, percentile, kept.layers if measure_error else None, report)
 
 
@@ -504,6 +508,43 @@ def _still_short(kept, min_snr: float, task_judge) -> bool:
     from converters.quantize.widen import Goal
 
     return Goal(min_snr, task_judge).short(kept.qmodel, kept.outputs)
+
+
+KEEP_INT8_MAC_SHARE = 0.5  # on a float-first target the widened model is kept only with this share of its MACs int8
+# or more: int8 runs a conv ~0.5x float32's time in LiteRT / our C runtime but depthwise 1.4x, PRELU 24x (LiteRT's
+# reference kernel), and every int8 island adds QUANTIZE / DEQUANTIZE and splits XNNPACK's float partitions --
+# palm_detection_lite with 2 of 119 ops int8 and int8 I/O ran 26.2 ms in LiteRT against its float source's 14.2
+# (benchmarks/results/widen_cost_2026-12-04_rule24.txt)
+
+
+def _float_first(target) -> bool:
+    """The target's profile widens to float32 first (``widen_to``: a fast float path)."""
+    if target is None:
+        return False
+    from edge_sdk.targets.profiles import load_profile
+
+    return load_profile(target).widen_to == "float32"
+
+
+def _float_source(source: Model, candidate: QuantizationResult) -> QuantizationResult:
+    """The float source written as it is, in place of ``candidate`` (the widening search's model, less than
+    ``KEEP_INT8_MAC_SHARE`` of its MACs int8): float I/O, no int8 island. The report keeps the search's record
+    (``guard``: what the candidate measured and cost) and says plainly what was written (``float_source``); the
+    tensor / weight tables, which describe the candidate, are emptied."""
+    report = candidate.report
+    guard = report["guard"]
+    n_ops = len(source.subgraphs[0].operators)
+    share = guard["search"]["int8_mac_share"]
+    report["float_source"] = {"ops": n_ops, "candidate_int8_mac_share": share, "threshold": KEEP_INT8_MAC_SHARE,
+                              "candidate_met": guard["met"], "candidate_widened_count": guard["widened_count"]}
+    report["io"], report["tensors"], report["weights"] = "float32", [], []
+    guard.update(met=True, short=[], written="float32 source")
+    report["notes"] = [n for n in report["notes"] if not n.startswith("int8 does not keep this model")] + [
+        f"int8 does not keep this model: written as float32 ({n_ops} ops), the float source as it was; cost: the "
+        f"widening search's model kept {share:.1%} of the MACs int8 (under {KEEP_INT8_MAC_SHARE:.0%}: on "
+        f"{guard['widening_for']} its int8 islands cost more time than they save) with "
+        f"{widened_text(guard['widened_count'])}"]
+    return QuantizationResult(source, report)
 
 
 def _search_notes(guard_record: dict) -> list[str]:
