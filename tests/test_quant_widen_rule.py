@@ -48,6 +48,10 @@ def test_a_model_int8_does_not_keep_is_written_as_its_float_source(on_the_pi):
     (note,) = [n for n in q["notes"] if n.startswith("int8 does not keep this model")]
     assert note.startswith(f"int8 does not keep this model: written as float32 ({written['ops']} ops)")
     assert f"{written['candidate_int8_mac_share']:.1%} of the MACs int8" in note
+    from converters.report import format_conversion
+
+    text = format_conversion(on_the_pi.report)  # what `edge convert` prints
+    assert "written as float32: int8 does not keep this model" in text and "not written (the float model is)" in text
 
 
 def _litert_best_ms(data: bytes, invokes: int = 30) -> float:

@@ -527,7 +527,8 @@ def _float_first(target) -> bool:
 
 
 def _float_source(source: Model, candidate: QuantizationResult) -> QuantizationResult:
-    """The float source written as it is, in place of ``candidate`` (the widening search's model, less than
+    """The float model quantize was given (as imported: an fp16 source's weights are float32 here) written as it is,
+    in place of ``candidate`` (the widening search's model, less than
     ``KEEP_INT8_MAC_SHARE`` of its MACs int8): float I/O, no int8 island. The report keeps the search's record
     (``guard``: what the candidate measured and cost) and says plainly what was written (``float_source``); the
     tensor / weight tables, which describe the candidate, are emptied."""
@@ -540,7 +541,7 @@ def _float_source(source: Model, candidate: QuantizationResult) -> QuantizationR
     report["io"], report["tensors"], report["weights"] = "float32", [], []
     guard.update(met=True, short=[], written="float32 source")
     report["notes"] = [n for n in report["notes"] if not n.startswith("int8 does not keep this model")] + [
-        f"int8 does not keep this model: written as float32 ({n_ops} ops), the float source as it was; cost: the "
+        f"int8 does not keep this model: written as float32 ({n_ops} ops), the float model as imported; cost: the "
         f"widening search's model kept {share:.1%} of the MACs int8 (under {KEEP_INT8_MAC_SHARE:.0%}: on "
         f"{guard['widening_for']} its int8 islands cost more time than they save) with "
         f"{widened_text(guard['widened_count'])}"]
