@@ -3,6 +3,10 @@ point 4): the widening search's outcome -- ops per precision, each output's SNR,
 search's steps -- and the convert time, on 16 smooth synthetic 192x192 images (every 5th held back by the guard).
 
     python benchmarks/convert_palm.py --json out.json     # one conversion (minutes: run it with nice)
+    python benchmarks/convert_palm.py --json out.json --litert --time --tflite palm.tflite
+
+--time: the written model against the float source, one thread, in LiteRT and in our C runtime, in turns (5 rounds
+of 8 invokes each, the best invoke), and the ratio written / source per runtime.
 
 The model is read from ../shared/models (EDGE_SHARED_MODELS overrides it: a worktree's ../shared is elsewhere).
 """
@@ -58,8 +62,47 @@ def summary(report: dict, seconds: float) -> dict:
             "outputs": [{"name": o["name"], "snr_db": o.get("snr_db"), "worst_snr_db": o.get("worst_snr_db")}
                         for o in guard.get("outputs") or []],
             "met": guard.get("met"), "cost": guard.get("cost"), "search": guard.get("search"),
+            "written": guard.get("written"), "float_source": _quant_report(report).get("float_source"),
+            "int8_note": [n for n in _quant_report(report).get("notes", []) if n.startswith("int8 does not keep")],
             "steps": guard.get("steps"), "limiting": guard.get("limiting"),
             "widened": [{k: w[k] for k in ("op_index", "op", "to", "reason")} for w in widened]}
+
+
+def _quant_report(report: dict) -> dict:
+    return ((report.get("quantization") or {}).get("report")) or report
+
+
+def _best_ms(it, invokes: int) -> float:
+    best = float("inf")
+    for _ in range(invokes):
+        start = time.perf_counter()
+        it.invoke()
+        best = min(best, time.perf_counter() - start)
+    return best * 1e3
+
+
+def timing(tflite: bytes, rounds: int = 5, invokes: int = 8) -> dict:
+    """ms per invoke (best) of the written model and the float source, one thread, LiteRT and our C runtime,
+    the four taking turns each round; and written / source per runtime."""
+    from ai_edge_litert.interpreter import Interpreter
+    from edge_sdk import Interpreter as Ours
+
+    its = {}
+    for name, content in (("source", PALM.read_bytes()), ("written", tflite)):
+        for rt in ("litert", "c"):
+            it = (Interpreter(model_content=content, num_threads=1) if rt == "litert"
+                  else Ours(model_content=content, backend="c", num_threads=1))
+            it.allocate_tensors()
+            d = it.get_input_details()[0]
+            it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+            it.invoke()
+            its[name, rt] = it
+    best = dict.fromkeys(its, float("inf"))
+    for _ in range(rounds):
+        for key, it in its.items():
+            best[key] = min(best[key], _best_ms(it, invokes))
+    return {**{f"{n} {rt} ms": round(v, 2) for (n, rt), v in best.items()},
+            **{f"written/source {rt}": round(best["written", rt] / best["source", rt], 3) for rt in ("litert", "c")}}
 
 
 def litert_snr(tflite: bytes, images: np.ndarray) -> list[float]:
@@ -103,6 +146,8 @@ def main(argv=None) -> int:
     p.add_argument("--full", help="where the whole convert report goes (JSON)")
     p.add_argument("--litert", action="store_true",
                    help="also run the written model in LiteRT on 4 other images against the float model there")
+    p.add_argument("--time", action="store_true", help="time the written model and the source (LiteRT, C runtime)")
+    p.add_argument("--tflite", help="where the written model goes")
     a = p.parse_args(argv)
     if not PALM.exists():
         print(f"convert_palm: {PALM} not found (set EDGE_SHARED_MODELS to the shared models folder)", file=sys.stderr)
@@ -116,10 +161,15 @@ def main(argv=None) -> int:
     out = summary(result.report, seconds)
     if a.litert:
         out["litert_snr_db"] = litert_snr(result.tflite, smooth_images(4, seed=1))
+    if a.time:
+        out["time"] = timing(result.tflite)
+    if a.tflite:
+        Path(a.tflite).write_bytes(result.tflite)
     Path(a.json).write_text(json.dumps(out, indent=1, default=str))
     if a.full:
         Path(a.full).write_text(json.dumps(result.report, default=str))
-    print(json.dumps({k: out[k] for k in ("convert_s", "widened_count", "outputs", "met", "cost", "litert_snr_db")
+    print(json.dumps({k: out[k] for k in ("convert_s", "widened_count", "outputs", "met", "cost", "litert_snr_db",
+                                                      "written", "int8_note", "time")
                       if k in out}, default=str))
     return 0
 
