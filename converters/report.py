@@ -222,7 +222,8 @@ def format_guard(guard: dict | None) -> list[str]:
     where = f"{guard['samples']} {sample_kind(guard)} sample(s)"
     snr_met = guard.get("snr_met", guard["met"])
     lines = [f"accuracy   per output vs float on {where} (threshold {guard['min_snr_db']:g} dB, precision "
-             f"{guard['precision']}): {'met' if snr_met else 'NOT met'}"]
+             f"{guard['precision']}): {'met' if snr_met else 'NOT met'}"
+             + (" -- the widening search's model, not written (the float model is)" if guard.get("written") else "")]
     if guard.get("runtime"):  # fp16 / dynamic: which runtime ran the converted model
         lines.append(f"  measured in {guard['runtime']}")
     for o in guard.get("outputs", []):
@@ -330,7 +331,9 @@ def format_conversion(report: dict) -> str:
     q = report.get("quantization") or {}
     how = ", ".join(x for x in (q.get("method"), f"io {q.get('io')}" if q.get("io") else None) if x)
     shown = how and q.get("mode") not in (None, "none", "fp16")
-    lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({how})" if shown else ""))
+    lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({how})" if shown else "")
+                 + ("; written as float32: int8 does not keep this model" if (q.get("report") or {}).get(
+                     "float_source") else ""))
     if q.get("excluded"):
         lines.append(f"kept float {', '.join(q['excluded'])}")
     if ops:

@@ -85,12 +85,14 @@ def test_prelu_int16x8_reads_int8_alpha_and_litert_agrees():
     assert widening_rule()[0]("PRELU") == ("int16", None)
 
 
-def test_rule_by_profile():
+def test_rule_by_profile(tmp_path):
     rule, _ = widening_rule()
     assert rule("FULLY_CONNECTED") == ("int16", None)
     assert rule("BATCH_MATMUL")[0] == "float32"  # the C runtime has no int16 BATCH_MATMUL
     assert rule("HARD_SWISH")[0] == "float32"  # TFLM has no int16 HARD_SWISH
     host, _ = widening_rule("host-linux")
+    assert host("BATCH_MATMUL") == ("float32", None) and host("CONV_2D") == ("float32", None)  # float32 first
+    host, _ = widening_rule(int16_first(tmp_path, "host-linux"))
     assert host("BATCH_MATMUL") == ("int16", None)  # the Python interpreter has it
     pico, where = widening_rule("rp2040-pico")  # Cortex-M0+: no float32 compute ops
     assert pico("FULLY_CONNECTED") == ("int16", None)
@@ -103,6 +105,12 @@ def _profile(tmp_path, parent: str, body: str) -> str:
     path = tmp_path / "custom.toml"
     path.write_text(f'extends = "{PROFILES / parent}.toml"\ndescription = "test profile"\n{body}')
     return str(path)
+
+
+def int16_first(tmp_path, parent: str = "raspberry-pi-4", body: str = "") -> str:
+    """``parent`` widening to int16x8 first (as the MCUs do; the Linux boards widen to float32 first): the search's
+    int16-before-float32 paths on a target that runs both."""
+    return _profile(tmp_path, parent, 'widen_to = "int16x8"\n' + body)
 
 
 def test_widens_to_int16_and_is_bit_exact_with_tflm():
@@ -137,7 +145,7 @@ def test_int8_io_keeps_the_widened_output_int16():
 
 
 def test_float_only_extra_target_widens_to_float32(tmp_path):
-    target = _profile(tmp_path, "host-linux", "[ops.int16]\n\"*\" = {}\nFULLY_CONNECTED = false\n")
+    target = int16_first(tmp_path, "host-linux", "[ops.int16]\n\"*\" = {}\nFULLY_CONNECTED = false\n")
     res = convert(outlier_mlp(), calibration=_calib(), io="float32", target=target)
     g = res.report["guard"]
     assert g["met"] and g["widened"] and all(w["to"] == "float32" for w in g["widened"])

@@ -168,6 +168,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     stops widening once the task is kept where the task could be judged (``widen.Goal``), not only at ``min_snr``.
     """
     _check_settings(model, mode, method, io, percentile)
+    source = model  # written as it is when int8 keeps too little of it on a float-first target
     excluded = resolve_exclude(model, exclude)
     report = _new_report(model, mode, io, excluded)
     if mode in ("fp16", "dynamic"):
@@ -217,6 +218,9 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                                        len(cal.measure), no_rule, rule_target)
         report["guard"]["synthetic"] = cal.synthetic
         report["notes"] += _search_notes(report["guard"])
+        if precision == "auto" and _float_first(target) and \
+                report["guard"]["search"]["int8_mac_share"] < KEEP_INT8_MAC_SHARE:
+            return _float_source(source, _result(model, *first, cal, method, percentile, None, report))
     return _result(model, *first, cal, method, percentile, kept.layers if measure_error else None, report)
 
 
@@ -506,6 +510,44 @@ def _still_short(kept, min_snr: float, task_judge) -> bool:
     return Goal(min_snr, task_judge).short(kept.qmodel, kept.outputs)
 
 
+KEEP_INT8_MAC_SHARE = 0.5  # on a float-first target the widened model is kept only with this share of its MACs int8
+# or more: int8 runs a conv ~0.5x float32's time in LiteRT / our C runtime but depthwise 1.4x, PRELU 24x (LiteRT's
+# reference kernel), and every int8 island adds QUANTIZE / DEQUANTIZE and splits XNNPACK's float partitions --
+# palm_detection_lite with 2 of 119 ops int8 and int8 I/O ran 26.2 ms in LiteRT against its float source's 14.2
+# (benchmarks/results/widen_cost_2026-12-04_rule24.txt)
+
+
+def _float_first(target) -> bool:
+    """The target's profile widens to float32 first (``widen_to``: a fast float path)."""
+    if target is None:
+        return False
+    from edge_sdk.targets.profiles import load_profile
+
+    return load_profile(target).widen_to == "float32"
+
+
+def _float_source(source: Model, candidate: QuantizationResult) -> QuantizationResult:
+    """The float model quantize was given (as imported: an fp16 source's weights are float32 here) written as it is,
+    in place of ``candidate`` (the widening search's model, less than
+    ``KEEP_INT8_MAC_SHARE`` of its MACs int8): float I/O, no int8 island. The report keeps the search's record
+    (``guard``: what the candidate measured and cost) and says plainly what was written (``float_source``); the
+    tensor / weight tables, which describe the candidate, are emptied."""
+    report = candidate.report
+    guard = report["guard"]
+    n_ops = len(source.subgraphs[0].operators)
+    share = guard["search"]["int8_mac_share"]
+    report["float_source"] = {"ops": n_ops, "candidate_int8_mac_share": share, "threshold": KEEP_INT8_MAC_SHARE,
+                              "candidate_met": guard["met"], "candidate_widened_count": guard["widened_count"]}
+    report["io"], report["tensors"], report["weights"] = "float32", [], []
+    guard.update(met=True, short=[], written="float32 source")
+    report["notes"] = [n for n in report["notes"] if not n.startswith("int8 does not keep this model")] + [
+        f"int8 does not keep this model: written as float32 ({n_ops} ops), the float model as imported; cost: the "
+        f"widening search's model kept {share:.1%} of the MACs int8 (under {KEEP_INT8_MAC_SHARE:.0%}: on "
+        f"{guard['widening_for']} its int8 islands cost more time than they save) with "
+        f"{widened_text(guard['widened_count'])}"]
+    return QuantizationResult(source, report)
+
+
 def _search_notes(guard_record: dict) -> list[str]:
     """What the widening search ended with, when it had to go far: every op at its widest type (all-float32 on a
     float target) and its cost, or the ops that keep the model short."""
@@ -515,6 +557,14 @@ def _search_notes(guard_record: dict) -> list[str]:
         notes.append(f"int8 does not keep this model: every op the target can widen is widened "
                      f"({widened_text(guard_record['widened_count'])}); cost: {cost.get('macs_float32', 0)} MACs "
                      f"in float32, {cost.get('macs_int16', 0)} in int16x8, {cost.get('bytes', 0)} more bytes")
+    search = guard_record.get("search") or {}
+    if search.get("order") == "weights first":  # int16x8 activations, float32 for the ops whose weights lose it
+        first = search.get("weights_first") or {}
+        notes.append(f"int8 does not keep this model and int16x8 alone does not either (its weights stay int8: "
+                     f"{first.get('int16_floor_worst_snr_db', float('nan')):.1f} dB): widened "
+                     f"{widened_text(guard_record['widened_count'])}, float32 for the {first.get('prefix')} op(s) "
+                     f"whose int8 weights cost the outputs most per MAC; cost: {cost.get('macs_float32', 0)} MACs in "
+                     f"float32, {cost.get('macs_int16', 0)} in int16x8, {cost.get('bytes', 0)} more bytes")
     if (guard_record.get("flash") or {}).get("note"):  # the target's flash held the search back
         notes.append(guard_record["flash"]["note"])
     if guard_record.get("limiting"):

@@ -215,8 +215,13 @@ class QuantGraph:
         self.origin[len(self.ops) - 1] = origin
 
     def add_like(self, i: int, op: Operator, inputs, outputs, version: int, custom_options=None) -> None:
-        """Source op i (its name and options) on new inputs and outputs, at op version ``version``."""
-        self.add_op(self.src.op_name(op), inputs, outputs, op.options, op.options_type, version, origin=i,
+        """Source op i (its name and options) on new inputs and outputs, at op version ``version``. An int16 ADD /
+        SUB says its scales are general (pot_scale_int16 false, as TFLite's quantizer writes it): the schema's
+        default (true) makes LiteRT refuse any pair of scales that are not powers of two."""
+        options = op.options
+        if options and "pot_scale_int16" in options and outputs and self.tensors[outputs[0]].type == "INT16":
+            options = {**options, "pot_scale_int16": False}
+        self.add_op(self.src.op_name(op), inputs, outputs, options, op.options_type, version, origin=i,
                     custom_options=custom_options)
 
     def version(self, name: str, src_version: int, act: str | None = None) -> int:

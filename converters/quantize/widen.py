@@ -10,7 +10,11 @@ kept there) and bisection over the ranking finds the smallest prefix that meets 
 prefix is most of the ranking (the ranking missed where the loss is: an op whose int8 input loses it looks harmless
 when ranked by the error it adds itself), the ops nearest the outputs are bisected too (a detector's decode / score
 tail, a CTC head), the one leaving more MACs in int8 kept; its heaviest widened ops are then tried back in int8 and its
-float32 ops in int16x8 where the target takes it. Still short, the ops that keep it so are named (``limiting_ops``).
+float32 ops in int16x8 where the target takes it. On a target that runs both int16x8 and float32, with an SNR goal,
+the search also tries every op at int16x8 and, short there, float32 only for the ops whose int8 weights (int16x8 keeps them int8)
+cost the outputs the most (``_weights_first``, ranked by ``weight_noise``), and keeps the cheaper model that meets
+the goal (``_weighted_cost``: an int16x8 MAC counts half a float32 one). Still short, the ops that keep it so are
+named (``limiting_ops``).
 Then each widened op is tried back in int8 (at most ``MAX_PRUNE``). Steps the task judges skip the per-output
 measurement; the report gives each widened op's reason, the goal's figure before and after, and the int8 MAC share
 (``search``). For a target the search spends its flash budget for the model (``FlashBudget``: the profile's
@@ -60,11 +64,15 @@ def widening_rule(target=None, mode: str = "int8"):
     """(rule, where): ``rule(op name) -> (type, why)`` says what precision="auto" widens an op to: "int16"
     (int16x8) when the op has an int16 kernel in TFLM and in edge-sdk's interpreter and in the target's
     runtime (the row's ``int16`` "op", no runtime in its ``int16_missing``) and the target's profile takes int16
-    for it; else "float32" when the profile takes float32 for it; else (None, why). Without a target: int16 when
-    both edge-sdk runtimes (the Python interpreter and the C runtime) have the kernel, else float32. ``target``: a
-    profile name, a .toml path or a loaded ``Profile``. In int16x8 mode only float32 is wider."""
+    for it; else "float32" when the profile takes float32 for it; else (None, why). On a target whose profile says
+    ``widen_to = "float32"`` (a fast float path: XNNPACK on the Linux boards, where int16x8 runs reference kernels,
+    ~8x float32's time) float32 comes first, int16x8 only for an op the target runs in no float32. Without a
+    target: int16 when both edge-sdk runtimes (the Python interpreter and the C runtime) have the kernel, else
+    float32. ``target``: a profile name, a .toml path or a loaded ``Profile``. In int16x8 mode only float32 is
+    wider."""
     backend = None
     runtimes = ("python", "c")
+    float_first = False
     where = "the default runtimes (edge-sdk's interpreter and C runtime, TFLM)"
     if target is not None:
         from edge_sdk.targets.profiles import load_profile
@@ -72,10 +80,13 @@ def widening_rule(target=None, mode: str = "int8"):
         prof = load_profile(target)  # a Profile is taken as it is
         backend = prof.cpu_backend
         runtimes = tuple(dict.fromkeys(("python", prof.runtime or "python")))
+        float_first = prof.widen_to == "float32"
         where = f"target {prof.name} (runtime {prof.runtime or 'python'})"
 
     def rule(name: str, float_only: bool = False) -> tuple[str | None, str | None]:
         int16_why = None
+        if float_first and backend.op_constraints(name, "float32") is not None:
+            return "float32", None
         if mode == "int8" and not float_only:
             row = op_table.row(name)
             missing = [rt for rt in runtimes if rt in row.int16_missing]
@@ -581,6 +592,27 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
             best = _give_back_heavy(best, macs, base_excluded, trial, kept, holds)
             best = _narrow_to_int16(model, best, rule, trial, kept, holds)
             kept.all_widened = kept.all_widened and len(best.widened) >= len(top.widened)
+        # int16 activations first where the widening kept costs more than every op at int16x8 would, on an SNR goal
+        # only: a task's figure on the few held-back samples is coarse (4 strings: steps of 0.25) and this search
+        # judges ~15 more candidates on them -- on the rec-like stand-in it kept one at 1.0 on the held-back strings
+        # and 0.75 on the evaluation ones (goal 0.8)
+        def with_room(r):
+            return _holds_with_margin(goal, r)
+
+        lighter = (_weights_first(model, order, wanted, state, rule, trial, cal, kept, io, macs, with_room)
+                   if not goal.judged(top.qmodel)
+                   and _weighted_cost(best.widened, macs, base_excluded) > INT16_COST * sum(macs) else None)
+        if lighter is not None:
+            held = (kept.search.get("given_back"), set(kept.missed_back))
+            lighter = _give_back_heavy(lighter, macs, base_excluded, trial, kept, with_room)
+            if (_weighted_cost(lighter.widened, macs, base_excluded)
+                    < _weighted_cost(best.widened, macs, base_excluded)):
+                best, kept.all_widened = lighter, False
+                kept.search["order"] = "weights first"
+            else:  # the record of the give-back that is kept
+                kept.search["given_back"], kept.missed_back = held
+                if held[0] is None:
+                    kept.search.pop("given_back")
     kept.qmodel, kept.graph, kept.widened = best.qmodel, best.graph, best.widened
     kept.w16 = {i for i, w in kept.widened.items() if w == "int16"}
     _escalation_reasons(model, kept, state, order, rule)
@@ -715,6 +747,72 @@ def _narrow_to_int16(model: Model, best: _Trial, rule, trial, kept: Guarded,
     return result if kept.search["int16_instead_of_float32"] else best
 
 
+INT16_COST = 0.5  # a MAC in int16x8 against one in float32 when two widenings are compared (``_weighted_cost``):
+# int16x8 keeps the weights int8 (a quarter of float32's bytes) and its activations take half of float32's
+
+
+def _weighted_cost(widened: dict, macs: list[int], base_excluded: set[int]) -> float:
+    """The MACs a widening takes out of int8, a float32 MAC counted whole and an int16x8 one ``INT16_COST``: the
+    search keeps the cheaper of two widenings that both meet the goal (int16 activations before float32)."""
+    kinds = {**{i: "float32" for i in base_excluded}, **widened}
+    return sum(macs[i] * (INT16_COST if k == "int16" else 1.0) for i, k in kinds.items() if i < len(macs) and k)
+
+
+def _weights_first(model: Model, order: list[int], wanted: dict, state: dict, rule, trial, cal: Calibration,
+                   kept: Guarded, io: str, macs: list[int], holds):
+    """On a target that runs both int16x8 and float32: every op of ``order`` at int16x8 where the target takes it
+    (float32 where it does not), and, short of the goal there, the weighted ops whose int8 weights alone cost the
+    outputs the most per MAC that float32 adds (``weight_noise``: int16x8 keeps weights and PRELU alphas int8) go
+    float32, the shortest such prefix that meets the goal with room (``holds``: 1 dB over it; at the goal's edge on
+    the 4 held-back images palm fell 0.4 dB short on others) found by bisection. None when no op of ``order`` has an int16x8 type or even every weighted op
+    in float32 misses the goal. The ranking and the prefix go to ``kept.search["weights_first"]``."""
+    from converters.quantize.weight_noise import weight_noise
+
+    sg = model.subgraphs[0]
+    floor = {i: "int16" if wanted[i] == "float32" and rule(model.op_name(sg.operators[i]))[0] == "int16"
+             else wanted[i] for i in order}
+    if all(floor[i] == wanted[i] for i in order):
+        return None
+    base = {**state, **floor}
+    at_int16 = trial(base, "every op at int16x8 where the target takes it")
+    record = kept.search["weights_first"] = {
+        "int16_floor_worst_snr_db": worst(_outputs(model, at_int16, cal, io)), "int16_floor_met": not at_int16.short}
+    if holds(at_int16):
+        return at_int16
+    started = time.monotonic()
+    noise = weight_noise(model, [i for i in order if floor[i] == "int16"], cal.measure, cal.float_run)
+    record["ranking_seconds"] = round(time.monotonic() - started, 3)
+    # the most noise removed per MAC that float32 adds over int16x8 first (a PRELU's alpha costs no MAC): the
+    # bisection's prefix then holds the cheapest set that removes enough; a floor of 1% of the mean op's MACs
+    # keeps an op of no MACs and no noise from ranking first
+    extra = {i: (1.0 - INT16_COST) * (macs[i] if i < len(macs) else 0) for i in noise}
+    floor_macs = 0.01 * (sum(extra.values()) / len(extra) if extra else 0.0) + 1.0
+    ranked = sorted(noise, key=lambda i: -noise[i] / (extra[i] + floor_macs))
+    record["ranked"] = [{"op_index": i, "output": sg.tensors[sg.operators[i].outputs[0]].name,
+                         "snr_db_int8_weights_alone": _snr(noise[i])} for i in ranked[:8]]
+    lo, hi = 0, len(ranked)  # ranked[:lo] in float32 is short, ranked[:hi] meets
+
+    def with_float(k: int) -> dict:
+        return {**base, **{i: wanted[i] for i in ranked[:k]}}
+
+    best = trial(with_float(hi), f"weights first: every weighted op float32 ({hi})", hi)
+    if not holds(best):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        result = trial(with_float(mid), f"weights first {lo}..{hi} of {len(ranked)}", mid)
+        if not holds(result):
+            lo = mid
+        else:
+            hi, best = mid, result
+    record.update(prefix=hi, of=len(ranked), float32=sorted(ranked[:hi]))
+    return best
+
+
+def _snr(noise: float) -> float:
+    return math.inf if noise <= 0 else -10.0 * math.log10(noise)
+
+
 def _escalation_reasons(model: Model, kept: Guarded, state: dict, order: list[int], rule) -> None:
     """Why each op the escalation widened is widened (``kept.why``, the report's reasons)."""
     sg = model.subgraphs[0]
@@ -725,6 +823,13 @@ def _escalation_reasons(model: Model, kept: Guarded, state: dict, order: list[in
             continue
         if op_table.row(model.op_name(sg.operators[i])).quant.startswith("same:") and i in in_order:
             why = "carries a float32 producer's value (kept float between float ops, not requantized)"
+        elif how == "weights first" and kind == "float32" and i in set(kept.search["weights_first"]["float32"]):
+            first = kept.search["weights_first"]
+            why = (f"its int8 weights cost the outputs the most per MAC (int16x8 keeps them int8): in the shortest prefix "
+                   f"of that ranking that meets the goal ({first['prefix']} of {first['of']}, by bisection)")
+        elif how == "weights first":
+            why = ("int16x8 where the target takes it (float32 where not): int8 activations miss the goal"
+                   if kind == "int16" else "every op at int16x8 where the target takes it, float32 where not")
         elif i in kept.missed_back:
             why = "tried back in int8 (one of the heaviest): the goal was missed"
         elif how == "nearest the outputs":

@@ -104,6 +104,7 @@ SCHEMA: dict[str, Any] = {
     "flash_model_bytes": "int",
     "runtime": "str",
     "preferred_backend": "str",
+    "widen_to": "str",  # the cheaper wider type when int8 does not keep an op: "int16x8" (default) or "float32"
     "constraints": "constraints",
     "ops": "ops",
     "delegates": "delegates",
@@ -116,7 +117,8 @@ SCHEMA: dict[str, Any] = {
 
 REQUIRED = ("kind", "arch", "cpu", "clock_hz", "ram_arena_bytes", "flash_model_bytes", "ops", "flash", "timer")
 REQUIRED_TABLE_KEYS = {"flash": ("method",), "timer": ("source",)}
-ENUM_KEYS = {"kind": KINDS, "runtime": RUNTIMES, "timer.source": TIMER_SOURCES}
+WIDEN_TYPES = ("int16x8", "float32")
+ENUM_KEYS = {"kind": KINDS, "runtime": RUNTIMES, "timer.source": TIMER_SOURCES, "widen_to": WIDEN_TYPES}
 
 
 def _enum_names(enum: str) -> tuple[str, ...]:
@@ -226,6 +228,7 @@ class Profile:
     cpu_backend: Backend
     delegates: dict[str, Backend]
     preferred_backend: str = CPU
+    widen_to: str = "int16x8"  # what quantize's precision="auto" widens an op to first (widen.widening_rule)
     description: str = ""
     fpu: str | None = None
     runtime: str | None = None
@@ -369,6 +372,7 @@ def load_profile(name_or_path) -> Profile:
         cpu_backend=_backend(CPU, data["ops"], data.get("constraints", {}), {"description": "the CPU"}),
         delegates=delegates,
         preferred_backend=data.get("preferred_backend", CPU),
+        widen_to=data.get("widen_to", "int16x8"),
         description=data.get("description", ""),
         fpu=data.get("fpu"),
         runtime=data.get("runtime"),
