@@ -128,13 +128,13 @@ typedef struct edge_node {
                                  * the builtin options table's place (edge_opt_* read it; prepare only) */
     uint16_t kernel_;           /* private: the row of edge_kernels (EDGE_NO_KERNEL_ when none) */
     uint16_t op;                /* builtin code (edge_op_t) */
-    uint16_t version;           /* OperatorCode.version */
     int16_t index;              /* within its subgraph */
     int16_t subgraph;
     int16_t n_inputs, n_outputs;
+    uint8_t version;            /* OperatorCode.version (builtins go to 12; above 255 kept as 255: refused) */
     uint8_t options_type;       /* BuiltinOptions union code (0: none); check it before reading options */
     uint8_t options2_type;      /* BuiltinOptions2 union code (StableHLO ops) */
-    uint8_t skip_;              /* private: invoke skips the node (EDGE_SKIP_METADATA names it; in the padding) */
+    uint8_t skip_;              /* private: invoke skips the node (EDGE_SKIP_METADATA names it) */
 } edge_node_t;
 
 /* The Model.metadata entry naming nodes invoke skips: int32 (subgraph, node) pairs, little-endian, of nodes whose

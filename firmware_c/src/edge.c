@@ -611,7 +611,7 @@ static edge_status_t load_node(edge_interp_t *it, const edge_table_t *ot, edge_n
     if ((s = fb_string(it, &ct, 1, &custom_code, WHAT("OperatorCode.custom_code"))) != EDGE_OK) return s;
     code = (int32_t)builtin > (int8_t)deprecated ? (int32_t)builtin : (int8_t)deprecated;
     nd->op = (uint16_t)(code < 0 ? 0xffff : code > 0xfffe ? 0xfffe : code);
-    nd->version = (uint16_t)((int32_t)version < 0 ? 0 : version > 0xffff ? 0xffff : version);
+    nd->version = (uint8_t)((int32_t)version < 0 ? 0 : version > 0xff ? 0xff : version);
     it->error.op_code = code;
     it->error.op_version = (int32_t)version;
     it->error.custom_code = code == EDGE_OP_CUSTOM ? custom_code : 0;
