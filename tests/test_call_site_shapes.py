@@ -17,6 +17,7 @@ from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.runtime.c_loaded import c_bytes
 from edge_sdk.runtime.kernels import control_flow
 from tests.oprunner import run_on, run_peer
+from tests.test_shape_arithmetic import halving_loop
 
 Q = dict(scale=0.05, zero_point=-3)
 
@@ -50,29 +51,13 @@ def if_at_lengths(lengths, dtype: str = "FLOAT32", shared: bool = True) -> bytes
     return write_model(g.build())
 
 
-def _loop(g: GraphBuilder, n: int, tag: str = "") -> tuple[int, int]:
-    """cond: i < 3; body: (i + 1, x * 0.5), declared at x [1, n]."""
-    cond, body = g.subgraph(f"cond{tag}"), g.subgraph(f"body{tag}")
-    ci, _ = cond.input("i", (), "INT32"), cond.input("x", (1, n), "FLOAT32")
-    more = cond.tensor("more", (), "BOOL")
-    cond.op("LESS", [ci, cond.constant("three", np.array(3, np.int32))], [more])
-    cond.output(more)
-    bi, bx = body.input("i", (), "INT32"), body.input("x", (1, n), "FLOAT32")
-    ni, nx = body.tensor("next_i", (), "INT32"), body.tensor("next_x", (1, n), "FLOAT32")
-    body.op("ADD", [bi, body.constant("one", np.array(1, np.int32))], [ni], fused_activation_function="NONE")
-    body.op("MUL", [bx, body.constant("half", np.array(0.5, np.float32))], [nx], fused_activation_function="NONE")
-    body.output(ni)
-    body.output(nx)
-    return cond.index, body.index
-
-
 def while_at_lengths(lengths, shared: bool = True) -> bytes:
     """Per n in ``lengths``: (i0, x_n [1, n]) -> WHILE i < 3: (i + 1, x * 0.5) -> (i_n, y_n). ``shared``: every
     WHILE calls the same cond and body (declared at the first length); else each its own, at its length."""
     g = GraphBuilder()
-    pair = _loop(g, lengths[0]) if shared else None
+    pair = halving_loop(g, lengths[0]) if shared else None
     for k, n in enumerate(lengths):
-        cond, body = pair or _loop(g, n, tag=str(k))
+        cond, body = pair or halving_loop(g, n, tag=str(k))
         i, x = g.input(f"i{k}", (), "INT32"), g.input(f"x{k}", (1, n), "FLOAT32")
         i_out, x_out = g.tensor(f"i_out{k}", (), "INT32"), g.tensor(f"x_out{k}", (1, n), "FLOAT32")
         g.op("WHILE", [i, x], [i_out, x_out], cond_subgraph_index=cond, body_subgraph_index=body)

@@ -252,14 +252,10 @@ def if_on_length_model(n: int = 6, dtype: str = "FLOAT32") -> bytes:
     return write_model(model)
 
 
-def while_on_length_model(n: int = 5) -> bytes:
-    """i (INT32 scalar), x [1, n] (signature [1, -1]) -> WHILE i < 3: (i + 1, x * 0.5) -> (i, x / 2^(3-i))."""
-    g = GraphBuilder()
-    i = g.input("i", (), "INT32")
-    x = g.input("x", (1, n), "FLOAT32")
-    i_out, x_out = g.tensor("i_out", (), "INT32"), g.tensor("x_out", (1, n), "FLOAT32")
-    cond, body = g.subgraph("cond"), g.subgraph("body")
-    ci, cx = cond.input("i", (), "INT32"), cond.input("x", (1, n), "FLOAT32")
+def halving_loop(g: GraphBuilder, n: int, tag: str = "") -> tuple[int, int]:
+    """A WHILE's subgraphs (their indices): cond i < 3; body (i + 1, x * 0.5), declared at x [1, n]."""
+    cond, body = g.subgraph(f"cond{tag}"), g.subgraph(f"body{tag}")
+    ci, _ = cond.input("i", (), "INT32"), cond.input("x", (1, n), "FLOAT32")
     more = cond.tensor("more", (), "BOOL")
     cond.op("LESS", [ci, cond.constant("three", np.array(3, np.int32))], [more])
     cond.output(more)
@@ -269,7 +265,17 @@ def while_on_length_model(n: int = 5) -> bytes:
     body.op("MUL", [bx, body.constant("half", np.array(0.5, np.float32))], [nx], fused_activation_function="NONE")
     body.output(ni)
     body.output(nx)
-    g.op("WHILE", [i, x], [i_out, x_out], cond_subgraph_index=cond.index, body_subgraph_index=body.index)
+    return cond.index, body.index
+
+
+def while_on_length_model(n: int = 5) -> bytes:
+    """i (INT32 scalar), x [1, n] (signature [1, -1]) -> WHILE i < 3: (i + 1, x * 0.5) -> (i, x / 2^(3-i))."""
+    g = GraphBuilder()
+    i = g.input("i", (), "INT32")
+    x = g.input("x", (1, n), "FLOAT32")
+    i_out, x_out = g.tensor("i_out", (), "INT32"), g.tensor("x_out", (1, n), "FLOAT32")
+    cond, body = halving_loop(g, n)
+    g.op("WHILE", [i, x], [i_out, x_out], cond_subgraph_index=cond, body_subgraph_index=body)
     g.output(i_out)
     g.output(x_out)
     model = g.build()
