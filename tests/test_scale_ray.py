@@ -211,3 +211,17 @@ def test_without_ray_the_flag_exits_2_with_the_install_line(tmp_path, capsys, mo
     assert "pip install 'edge-sdk[ray]'" in err and "Traceback" not in err
     assert main(["convert", str(fpath), "--calib", str(data), "--ray", "-o", str(tmp_path / "o.tflite")]) == 2
     assert "pip install 'edge-sdk[ray]'" in capsys.readouterr().err
+
+
+def test_workers_without_a_free_cpu_stop_the_run_in_one_line(ray_cluster):
+    """The module's 2 workers hold the cluster's 2 CPUs: a third pool's actor stays pending in Ray, and the check
+    gives up after its timeout with one line naming the cause (not a wait without end)."""
+    from edge_sdk.errors import UsageError
+
+    pool = scale_ray.Pool(ray, 1, owns_ray=False)
+    try:
+        with pytest.raises(UsageError, match=r"did not start within 2 s: the cluster has no free CPU") as info:
+            pool.check_workers("127.0.0.1:6379", timeout_s=2)
+        assert "\n" not in str(info.value)
+    finally:
+        pool.close()

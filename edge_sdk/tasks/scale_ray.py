@@ -48,6 +48,7 @@ INSTALL = "pip install 'edge-sdk[ray]'"
 SHARD_SAMPLES = 16  # samples per shard: large enough to amortize a Ray call (~1 ms), small enough to balance
 IN_FLIGHT_PER_WORKER = 2  # shards queued per actor: keeps the actors busy while bounding the results held in memory
 RETRIES = 3  # restarts of a dead actor / re-runs of its shard
+WORKER_START_S = 180.0  # the workers answer within this or the run stops: a cluster whose CPUs are all taken
 
 _ACTIVE: contextvars.ContextVar[Pool | None] = contextvars.ContextVar("edge_ray_pool", default=None)
 
@@ -217,11 +218,17 @@ class Pool:
         # result arrives (tests kill a worker process there, mid-run)
         self.on_result: Callable[[int, dict], None] | None = None
 
-    def check_workers(self, address: str | None) -> None:
+    def check_workers(self, address: str | None, timeout_s: float = WORKER_START_S) -> None:
         """Each worker's node and edge-sdk code: all must run this process's code (a UsageError naming the node
-        and the folder it imports edge-sdk from otherwise); logs how many nodes the workers are on."""
+        and the folder it imports edge-sdk from otherwise); logs how many nodes the workers are on. Workers that
+        do not answer within ``timeout_s`` (no free CPU in the cluster: Ray keeps such an actor pending) stop the
+        run with one line instead of a wait without end."""
         try:
-            about = self.ray.get([a.about.remote() for a in self.actors])
+            about = self.ray.get([a.about.remote() for a in self.actors], timeout=timeout_s)
+        except self.ray.exceptions.GetTimeoutError:
+            raise UsageError(f"--ray {address or ''}: {self.workers} Ray worker(s) of 1 CPU each did not start within "
+                             f"{timeout_s:g} s: the cluster has no free CPU for them (see `ray status`; give fewer "
+                             "with --ray-workers)") from None
         except self.ray.exceptions.RayError as exc:  # no edge-sdk on a node, or one without this method
             raise UsageError(f"--ray {address or ''}: a Ray worker could not start edge-sdk's worker: "
                              f"{_last_line(exc)}: install the same edge-sdk on every node") from None
