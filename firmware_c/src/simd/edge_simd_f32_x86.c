@@ -309,30 +309,19 @@ static void conv_window_row(const edge_simd_dwf_t *p, const float *x, int32_t oy
     }
 }
 
-/* Output pixels [ox0, ox1) of row oy through im2col rows, EDGE_SIMD_F32_CONV_ROWS at a time in work. */
+/* count output pixels from (oy, ox), each (dy, dx) after the last, through im2col rows, EDGE_SIMD_F32_CONV_ROWS at
+ * a time in work; their outputs go ldy floats apart from y. A row's pixels (dx 1) whose taps all lie in the
+ * padding, or a column's (dy 1) cut by the left / right edge: tiles of several rows (a pixel alone is a 1-row tile,
+ * a chain of k dependent FMAs: at k = 1152 the two edge pixels of a 16-wide row cost more than its 14 others). */
 static void sconv_copied(sconv_rows_fn rows, const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x,
-                         int32_t oy, int32_t ox0, int32_t ox1, float *yrow, float *work) {
+                         int32_t oy, int32_t ox, int32_t dy, int32_t dx, int32_t count, float *y, int64_t ldy,
+                         float *work) {
     const int32_t k = g->k;
-    int32_t ox, q;
-    for (ox = ox0; ox < ox1; ox += EDGE_SIMD_F32_CONV_ROWS) {
-        const int32_t m = ox1 - ox < EDGE_SIMD_F32_CONV_ROWS ? ox1 - ox : EDGE_SIMD_F32_CONV_ROWS;
-        for (q = 0; q < m; q++) conv_window_row(p, x, oy, ox + q, work + (int64_t)q * k);
-        rows(g, work, m, k, 1, k, 0, 0, 0, g->n, yrow + (int64_t)ox * g->n, g->n);
-    }
-}
-
-/* Column ox's pixels of rows [oy0, oy1) (a window cut by the left / right edge) through im2col rows,
- * EDGE_SIMD_F32_CONV_ROWS at a time (their outputs ow * n floats apart): tiles of several rows (a pixel alone is a
- * 1-row tile, a chain of k dependent FMAs: at k = 1152 the two edge pixels of a 16-wide row cost more than its
- * 14 others). */
-static void sconv_column(sconv_rows_fn rows, const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x,
-                         int32_t ox, int32_t oy0, int32_t oy1, float *y, float *work) {
-    const int32_t k = g->k;
-    int32_t oy, q;
-    for (oy = oy0; oy < oy1; oy += EDGE_SIMD_F32_CONV_ROWS) {
-        const int32_t m = oy1 - oy < EDGE_SIMD_F32_CONV_ROWS ? oy1 - oy : EDGE_SIMD_F32_CONV_ROWS;
-        for (q = 0; q < m; q++) conv_window_row(p, x, oy + q, ox, work + (int64_t)q * k);
-        rows(g, work, m, k, 1, k, 0, 0, 0, g->n, y + ((int64_t)oy * p->ow + ox) * g->n, (int64_t)p->ow * g->n);
+    int32_t i, q;
+    for (i = 0; i < count; i += EDGE_SIMD_F32_CONV_ROWS) {
+        const int32_t m = count - i < EDGE_SIMD_F32_CONV_ROWS ? count - i : EDGE_SIMD_F32_CONV_ROWS;
+        for (q = 0; q < m; q++) conv_window_row(p, x, oy + (i + q) * dy, ox + (i + q) * dx, work + (int64_t)q * k);
+        rows(g, work, m, k, 1, k, 0, 0, 0, g->n, y + i * ldy, ldy);
     }
 }
 
@@ -370,11 +359,15 @@ static void sconv_run(sconv_rows_fn rows, const edge_simd_sgemm_t *g, const edge
             }
         for (oy = ob; oy < oe; oy++) { /* a row whose taps all lie in the padding: its inner pixels too */
             sconv_span(p, oy, oxa, oxb, &a, &b, &fy0, &fy1);
-            if (a == b) sconv_copied(rows, g, p, x, oy, oxa, oxb, y + (int64_t)oy * p->ow * g->n, work);
+            if (a == b)
+                sconv_copied(rows, g, p, x, oy, oxa, 0, 1, oxb - oxa, y + ((int64_t)oy * p->ow + oxa) * g->n, g->n,
+                             work);
         }
     }
     for (ob = 0; ob < p->ow; ob++)
-        if (ob < oxa || ob >= oxb) sconv_column(rows, g, p, x, ob, oy0, oy1, y, work);
+        if (ob < oxa || ob >= oxb)
+            sconv_copied(rows, g, p, x, oy0, ob, 1, 0, oy1 - oy0, y + ((int64_t)oy0 * p->ow + ob) * g->n,
+                         (int64_t)p->ow * g->n, work);
 }
 
 int32_t edge_simd_sconv(const edge_simd_sgemm_t *g, const edge_simd_dwf_t *p, const float *x, int32_t oy0,
