@@ -15,7 +15,7 @@ import numpy as np
 
 from converters.quantize.builder import is_const, is_float
 from converters.quantize.rules import is_weighted
-from converters.quantize.scales import round_away
+from converters.quantize.scales import affine, quantize_array, weight_scales
 from edge_sdk.model.types import Buffer, Model
 from edge_sdk.runtime import op_table
 
@@ -37,19 +37,18 @@ def int8_constants(model: Model, i: int) -> list[tuple[int, int | None]]:
 
 
 def int8_rounded(w: np.ndarray, axis: int | None) -> np.ndarray:
-    """``w`` rounded to int8 steps and back to float32: per channel along ``axis`` symmetric over [-127, 127]
-    (scale max |w| / 127), as weights are stored; ``axis`` None: one asymmetric scale over [min(w, 0), max(w, 0)]
-    and a zero point, as other constants are."""
-    x = w.astype(np.float64)
+    """``w`` rounded to int8 steps and back to float32 by the quantizer's own scales: per channel along ``axis``
+    symmetric over [-127, 127] (``weight_scales``), as weights are stored; ``axis`` None: one asymmetric scale and
+    zero point over [min(w, 0), max(w, 0)] (``affine``), as other constants are."""
     if axis is None:
-        lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
-        scale = (hi - lo) / 255.0 or 1.0
-        zp = np.clip(round_away(-128.0 - lo / scale), -128, 127)
-        return ((np.clip(round_away(x / scale) + zp, -128, 127) - zp) * scale).astype(np.float32)
-    moved = np.moveaxis(x, axis, 0)
-    scale = np.abs(moved.reshape(moved.shape[0], -1)).max(axis=1) / 127.0
-    scale = np.where(scale > 0, scale, 1.0).reshape((-1,) + (1,) * (moved.ndim - 1))
-    return np.moveaxis(np.clip(round_away(moved / scale), -127, 127) * scale, 0, axis).astype(np.float32)
+        scale, zp = affine(float(w.min()), float(w.max()), -128, 127, symmetric=False)
+        q = quantize_array(w, scale, zp, -128, 127, np.int32)
+        return ((q - zp) * np.float64(scale)).astype(np.float32)
+    scales = weight_scales(w, axis, None, 1.0, 0).astype(np.float64)
+    q = quantize_array(w, scales, 0, -127, 127, np.int32, axis)
+    shape = [1] * w.ndim
+    shape[axis] = scales.size
+    return (q * scales.reshape(shape)).astype(np.float32)
 
 
 def _with_int8_constants(model: Model, i: int) -> Model:
