@@ -14,6 +14,7 @@ import copy
 import numpy as np
 
 from converters.quantize.builder import is_const, is_float
+from converters.quantize.calibrate import Runner
 from converters.quantize.rules import is_weighted
 from converters.quantize.scales import affine, quantize_array, weight_scales
 from edge_sdk.model.types import Buffer, Model
@@ -89,26 +90,6 @@ def downstream(model: Model, i: int) -> tuple[Model, list[int]]:
     return out, feeds
 
 
-def _outputs_runner(model: Model):
-    """run(values by tensor) -> the model's outputs (copies), by tensor index."""
-    from edge_sdk.runtime.interpreter import Interpreter
-
-    interp = Interpreter(model=model)
-    interp.allocate_tensors()
-    sg = model.subgraphs[0]
-    ins = [d["index"] for d in interp.get_input_details()]
-
-    def run(values: dict) -> dict:
-        interp.reset_all_variables()
-        for k, t in zip(ins, sg.inputs):
-            interp.set_tensor(k, values[t])
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            interp.invoke()
-        return {t: np.array(interp.tensor(t)()) for t in sg.outputs}
-
-    return run
-
-
 def weight_noise(model: Model, ops, samples, float_run) -> dict[int, float]:
     """op index -> the worst output's relative noise power (error power over signal power, finite elements) when
     only that op's int8-stored constants (``int8_constants``) are int8, for the ops of ``ops`` that have such;
@@ -123,10 +104,10 @@ def weight_noise(model: Model, ops, samples, float_run) -> dict[int, float]:
     for i in (i for i in ops if int8_constants(model, i)):
         part, _ = downstream(_with_int8_constants(model, i), i)
         outs = part.subgraphs[0].outputs
-        run = _outputs_runner(part) if outs else None
+        run = Runner(part) if outs else None  # its values: views, read before the next run
         acc = {t: [0.0, 0.0] for t in outs}
         for v in values:
-            got = run(v) if run is not None else {}
+            got = run([v[t] for t in part.subgraphs[0].inputs]) if run is not None else {}
             for t in outs:
                 f, q = np.asarray(v[t], np.float64).reshape(-1), got[t].astype(np.float64).reshape(-1)
                 ok = np.isfinite(f) & np.isfinite(q)
