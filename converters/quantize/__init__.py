@@ -177,6 +177,10 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         raise ModelError(f"quantize: precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
     act = "INT8" if mode == "int8" else "INT16"
     io = "int8" if io == "int16" else io  # "integer I/O": the activation type
+    if target is not None:  # loaded once: the widening rule, the flash budget and the float fallback read it
+        from edge_sdk.targets.profiles import load_profile
+
+        target = load_profile(target)
     # which ops the target cannot take in the mode's type (float32 by rule) and which stay float32 at the end
     rule, rule_target, no_rule, tails = _float_by_rule(model, act, excluded, precision, target, mode)
     excluded = excluded | {i for i, _ in no_rule}
