@@ -210,10 +210,8 @@ class Server:
         from edge_sdk.tasks.pipeline import check_labels_file
 
         check_labels_file(labels)
-        from edge_sdk.model.input_shapes import shaped_model
-
         from edge_sdk.model import read_model
-        from edge_sdk.model.input_shapes import dynamic_inputs
+        from edge_sdk.model.input_shapes import dynamic_inputs, shaped_model
 
         self.content, self.name = _model_bytes(model)
         # `--input-shape`: served at these input shapes. Without it, an input with a -1 beyond its batch axis makes
@@ -505,7 +503,6 @@ class Server:
         """A dynamic server's interpreter for one request's input shapes: resized to them and allocated, kept per
         shape (the last SHAPED_INTERPRETERS shapes a worker ran). A shape the model cannot run at is the
         request's fault: 400 naming it."""
-        from edge_sdk.errors import ModelError as _ModelError
         from edge_sdk.runtime.interpreter import Interpreter
 
         key = ("shapes", tuple(tuple(int(d) for d in sh) for sh in shapes))
@@ -516,7 +513,7 @@ class Server:
                 for d, shape in zip(self.inputs, key[1]):
                     it.resize_tensor_input(d["index"], list(shape))
                 it.allocate_tensors()
-            except _ModelError as exc:  # UnsupportedOpError too: a kernel that cannot take this shape
+            except ModelError as exc:  # UnsupportedOpError too: a kernel that cannot take this shape
                 raise _Reject(400, f"input shapes {[list(sh) for sh in key[1]]}: the model cannot run at them "
                                    f"({' '.join(str(exc).split())[:300]})") from None
             while sum(1 for k in interpreters if isinstance(k, tuple)) >= SHAPED_INTERPRETERS:
