@@ -595,36 +595,36 @@ def test_make_install_is_quiet_and_shows_the_log_on_failure(tmp_path, fail):
 
 def test_the_first_c_runtime_build_says_so(tmp_path, monkeypatch, caplog):
     """Issue 27 point 6: a fresh clone's first `edge run` sat silent for minutes while `make host` compiled the C
-    runtime; now a stage line says what is built (and one when it is done), and a later, up-to-date call says
-    nothing. make itself is stood in for (a real build is the suite's, once)."""
+    runtime; now a stage line says what is built, a progress bar advances on each compile make echoes (a line of
+    the bar's when the log is not a terminal), one line when it is done, and a later, up-to-date call says
+    nothing. make runs a Makefile of this test's that echoes three compiler lines (a real build is the suite's)."""
     import logging
 
     from edge_sdk.runtime import c_build
 
     tree = tmp_path / "firmware_c"
-    (tree / "src").mkdir(parents=True)
-    (tree / "src" / "edge.c").write_text("/* a source */\n")
-    (tree / "Makefile").write_text("host:\n")
+    (tree / "src" / "kernels").mkdir(parents=True)
+    for name in ("edge.c", "kernels/add.c", "kernels/conv.c"):
+        (tree / "src" / name).write_text("/* a source */\n")
     library = tree / "build" / "host" / "libedge.so"
+    (tree / "Makefile").write_text(
+        "host:\n" + "".join(f"\t@echo cc -O2 -c src/{n} -o x.o\n" for n in ("edge.c", "kernels/add.c", "kernels/conv.c"))
+        + f"\tmkdir -p {library.parent} && echo so > {library} && echo exe > {library.parent / 'edge-run-c'}\n")
     monkeypatch.setattr(c_build, "HOST_TREE", tree)
     monkeypatch.setattr(c_build, "FIRMWARE", tree)
     monkeypatch.setattr(c_build, "LIBRARY", library)
     monkeypatch.setattr(c_build, "RUNNER", library.parent / "edge-run-c")
     monkeypatch.setattr(c_build, "build_pyfast", lambda: None)
-
-    def make(cmd, **kwargs):
-        library.parent.mkdir(parents=True, exist_ok=True)
-        library.write_bytes(b"so")
-        (library.parent / "edge-run-c").write_bytes(b"exe")
-        os.utime(tree / "Makefile", (time.time() + 5, time.time() + 5))  # no prerequisite of the library: no rebuild
-        return subprocess.CompletedProcess(cmd, 0, "", "")
-    monkeypatch.setattr(c_build.subprocess, "run", make)
     caplog.set_level(logging.DEBUG)
     c_build.build()
     stages = [r.getMessage() for r in caplog.records if "C runtime" in r.getMessage()]
-    assert any("building the C runtime" in m for m in stages) and any("built" in m for m in stages), stages
+    assert any("building the C runtime for this machine" in m for m in stages), stages
+    assert "building the C runtime: done (3/3)" in stages, stages  # every echoed compile counted
+    assert any("C runtime built" in m for m in stages), stages
     caplog.clear()
+    os.utime(library, (time.time() + 5, time.time() + 5))
+    os.utime(library.parent / "edge-run-c", (time.time() + 5, time.time() + 5))
     c_build.build()  # up to date: silent
     assert not [r for r in caplog.records if "C runtime" in r.getMessage()]
-    os.utime(tree / "src" / "edge.c", (time.time() + 5, time.time() + 5))  # a source changed since
+    os.utime(tree / "src" / "edge.c", (time.time() + 10, time.time() + 10))  # a source changed since
     assert c_build._library_stale()

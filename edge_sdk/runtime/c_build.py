@@ -61,13 +61,38 @@ def build() -> Path:
         started = time.monotonic()
         if stale:
             log.stage(f"building the C runtime for this machine (make -C {HOST_TREE} host; once, then reused)")
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise BuildError(f"`make -C {HOST_TREE} host` failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+        returncode, output = _make(cmd, _host_sources() if stale else 0)
+        if returncode != 0:
+            raise BuildError(f"`make -C {HOST_TREE} host` failed:\n{output[-6000:]}")
         build_pyfast()
         if stale:
             log.stage(f"C runtime built ({time.monotonic() - started:.0f} s)")
     return LIBRARY
+
+
+def _host_sources() -> int:
+    """How many C files `make host` compiles from scratch (src/, src/kernels/, src/simd/, host/): the progress
+    bar's length (make may compile fewer: objects still up to date)."""
+    return sum(1 for d in ("src", "host") for p in (HOST_TREE / d).rglob("*.c") if p.is_file())
+
+
+def _make(cmd: list[str], sources: int) -> tuple[int, str]:
+    """Run make, its output merged and kept (the last 6 KB reach a BuildError); with ``sources`` > 0 a progress bar
+    advances on every compiler command make echoes (`... -c FILE.c ...`): the first build takes minutes."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tail: list[str] = []
+    try:
+        with log.progress(sources, "building the C runtime") if sources else contextlib.nullcontext() as bar:
+            for line in proc.stdout:
+                tail.append(line)
+                del tail[:-200]
+                if bar is not None and " -c " in line and ".c" in line:
+                    bar.advance()
+    except BaseException:  # Ctrl-C: make stops with us (one process group); no make left running unseen
+        proc.kill()
+        proc.wait()
+        raise
+    return proc.wait(), "".join(tail)
 
 
 def _library_stale() -> bool:
