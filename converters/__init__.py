@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from converters.evaluate import DETECTIONS_GOAL, MAP_IOU_GOAL, TOP1_GOAL
-from edge_sdk.errors import ConversionError, ModelError
+from edge_sdk.errors import ConversionError, ModelError, UsageError
 
 QUANTIZE_MODES = ("int8", "int16x8", "fp16", "dynamic", "none")
 CALIB_METHODS = ("auto", "minmax", "percentile", "mse", "least-error")
@@ -596,12 +596,16 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         from converters.quantize import uncovered_activations
 
         given, missing = uncovered_activations(float_model, mode, exclude)
+        if missing and not given:  # a missing flag (misuse, exit 2), said before the graph's internals
+            raise UsageError(
+                f"{name}: {mode} quantization needs calibration data: give --calib (calibration=) a folder of "
+                "images or a .npy/.npz of input samples (the source gives no activation ranges: it is not a QDQ "
+                "graph), or --quantize fp16 / none")
         if missing:
-            why = (f"the source's QDQ pairs give the range of {given} activation(s) but not of {len(missing)}"
-                   if given else "the source gives no activation ranges (it is not a QDQ graph)")
+            why = f"the source's QDQ pairs give the range of {given} activation(s) but not of {len(missing)}"
             raise ConversionError(
-                f"{name}: {mode} quantization needs calibration data (a folder of images, .npy/.npz or samples): "
-                + why, [f"{mode} quantization needs calibration data: {why}"]
+                f"{name}: {mode} quantization needs calibration data (--calib / calibration=: a folder of images, "
+                ".npy/.npz or samples): " + why, [f"{mode} quantization needs calibration data: {why}"]
                 + [f"activation '{n}' has no range" for n in missing[:8]])
     qreport = None
     calib_summary = None

@@ -478,11 +478,11 @@ def _cmd_convert(args) -> int:
                              stateful=args.stateful, task=args.task, boxes=args.boxes, scores=args.scores,
                              min_top1=args.min_top1, min_detections=args.min_detections, min_map_iou=args.min_map_iou,
                              equalize=not args.no_equalize, bias_correction=not args.no_bias_correction)
-    except ConversionError as exc:
+    except (ConversionError, UsageError) as exc:  # a missing --calib is found only once the source is read
         if not args.json:
             raise
         _print_json({"error": str(exc).splitlines()[0], "kind": errors.error_kind(exc), "exit": _exit_code(exc),
-                     "problems": exc.problems, "written": None})
+                     "problems": getattr(exc, "problems", []), "written": None})
         sys.stderr.write(f"edge convert: error: {exc}\n")
         return _exit_code(exc)
     result.write(args.output)  # the bytes convert() made (and its check measured): one serialisation

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from edge_sdk.cli import main
-from edge_sdk.errors import ConversionError, ModelError
+from edge_sdk.errors import ConversionError, ModelError, UsageError
 from edge_sdk.model import read_model, write_model
 from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.manifest import MANIFEST_NAME, read_manifest, write_manifest
@@ -237,7 +237,7 @@ def test_bad_settings_list_every_problem():
 def test_int8_without_calibration_is_refused():
     from converters import convert
 
-    with pytest.raises(ConversionError, match="calibration"):
+    with pytest.raises(UsageError, match="calibration data: give --calib"):
         convert(str(ONNX_PATH), quantize="int8")
 
 
@@ -268,13 +268,13 @@ def test_cli_convert_text_fp16(tmp_path, capsys):
 
 def test_cli_convert_exit_codes(tmp_path, capsys):
     out = tmp_path / "x.tflite"
-    assert main(["convert", str(ONNX_PATH), "-o", str(out)]) == 3  # int8 without --calib
-    assert "calibration" in capsys.readouterr().err and not out.exists()
+    assert main(["convert", str(ONNX_PATH), "-o", str(out)]) == 2  # int8 without --calib: a missing flag
+    assert "--calib" in capsys.readouterr().err and not out.exists()
     assert main(["convert", str(tmp_path / "absent.onnx"), "-o", str(out), "--quantize", "none"]) == 6
     capsys.readouterr()
-    assert main(["convert", str(ONNX_PATH), "-o", str(out), "--json"]) == 3
+    assert main(["convert", str(ONNX_PATH), "-o", str(out), "--json"]) == 2
     report = json.loads(capsys.readouterr().out)
-    assert report["written"] is None and any("calibration" in p for p in report["problems"])
+    assert report["written"] is None and "--calib" in report["error"] and report["kind"] == "usage"
     assert not out.exists()
 
 

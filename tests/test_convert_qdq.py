@@ -19,7 +19,7 @@ from onnx import numpy_helper as nh  # noqa: E402
 from converters import convert  # noqa: E402
 from edge_sdk import Interpreter  # noqa: E402
 from edge_sdk.cli import main  # noqa: E402
-from edge_sdk.errors import ConversionError  # noqa: E402
+from edge_sdk.errors import ConversionError, UsageError  # noqa: E402
 
 RNG = np.random.default_rng(24)
 W1 = (RNG.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32)
@@ -162,8 +162,13 @@ def test_a_float_onnx_model_without_calibration_is_refused_naming_what_is_missin
     float_proto = _graph(_float_nodes("x", "w1", "w2") + [h.make_node("Identity", ["mm"], ["y"])],
                          [nh.from_array(W1, "w1"), nh.from_array(B1, "b1"), nh.from_array(W2, "w2"),
                           nh.from_array(np.array([1, 512], np.int64), "shape")])
-    with pytest.raises(ConversionError, match="needs calibration data.*not a QDQ graph"):
-        convert(float_proto, quantize="int8")
+    with pytest.raises(UsageError, match="needs calibration data: give --calib .*not a QDQ graph.*fp16 / none"):
+        convert(float_proto, quantize="int8")  # a missing setting (exit 2), not the graph's internals
+    src = tmp_path / "float.onnx"
+    onnx.save(float_proto, src)
+    assert main(["convert", str(src), "-o", str(tmp_path / "f.tflite")]) == 2
+    err = capsys.readouterr().err
+    assert "--calib" in err and "has no range" not in err and not (tmp_path / "f.tflite").exists()
     # a QDQ graph with one pair missing: calibration is needed for that activation, and the error names it
     partial = onnx.ModelProto()
     partial.CopyFrom(proto)
