@@ -12,7 +12,7 @@ becomes changes. Measured there, with float activations: 97.6% of the detections
 Per weighted layer (CONV_2D and FULLY_CONNECTED: H over the whole patch, [K, K], K = KH x KW x C or C;
 DEPTHWISE_CONV_2D: one [KH x KW]^2 matrix per channel), summed over the calibration samples (never held-back ones),
 at most ``GRAM_ROWS`` input patches of each (a seeded subsample of the output positions) until the layer has
-``GRAM_TARGET_ROWS``, while the Gram matrices fit ``MAX_GRAM_BYTES``; a layer with fewer than ``MIN_ROWS_SHARE``
+``TARGET_ROWS_SHARE`` per weight of a channel (at most ``GRAM_TARGET_ROWS``), while the Gram matrices fit ``MAX_GRAM_BYTES``; a layer with fewer than ``MIN_ROWS_SHARE``
 patches per weight of a channel keeps nearest rounding (fitted on fewer, the rounding follows those samples: an FC
 head with 48 inputs on 48 samples went 44.0 -> 69.9 dB on them and lost SNR on held-back ones). The rounded
 weights are written back as float values on the grid (q x scale), so the quantizer's own rounding gives those
@@ -36,8 +36,10 @@ from edge_sdk.runtime import op_table
 
 GRAM_ROWS = 1024  # input patches per sample and layer: a seeded subsample of the output positions
 GRAM_TARGET_ROWS = 16384  # a layer's Gram matrix takes patches from the calibration samples until it has this many
+TARGET_ROWS_SHARE = 8  # ... or this many per weight of a channel, when fewer (the Gram matrix costs rows x K^2)
 MAX_GRAM_BYTES = 192 << 20  # the Gram matrices kept at once (float64); the layers past it keep nearest rounding
 DAMP = 0.01  # H + DAMP x mean(diag H) x I: a direction the samples never excite still has a finite inverse
+GPTQ_BLOCK = 128  # columns rounded one by one before the later ones take their errors in one matrix product
 MIN_ROWS_SHARE = 4.0  # a layer is rounded by its Gram only with this many patches per weight of a channel
 
 
@@ -99,6 +101,7 @@ class Grams:
         self.model, self.rng = model, np.random.default_rng(seed)
         self.sums: dict[int, np.ndarray] = {}
         self.rows: dict[int, int] = {}
+        self.target: dict[int, int] = {}  # op index -> the patches its Gram matrix takes
         self.layers: dict[int, tuple[int, str, bool]] = {}  # op index -> (input, kind, depthwise)
         sg = model.subgraphs[0]
         used = 0
@@ -109,37 +112,38 @@ class Grams:
             if kind == "window" and (len(sg.tensors[t].shape) != 4 or (not depthwise and
                                                                        sg.tensors[t].shape[3] != shape[3])):
                 continue  # a grouped convolution: not one patch per output channel
-            k = int(np.prod(shape[1:]))
-            size = (shape[1] * shape[2]) ** 2 * shape[3] * 8 if depthwise else k * k * 8
+            k = int(shape[1] * shape[2]) if depthwise else int(np.prod(shape[1:]))  # weights per output channel
+            size = k * k * shape[3] * 8 if depthwise else k * k * 8
             if used + size > MAX_GRAM_BYTES:
                 continue
             used += size
             self.layers[i] = (t, kind, depthwise)
+            self.target[i] = max(GRAM_ROWS, min(GRAM_TARGET_ROWS, TARGET_ROWS_SHARE * k))
 
     def add(self, values: dict, sample_inputs: dict) -> None:
         sg = self.model.subgraphs[0]
         for i, (t, kind, depthwise) in self.layers.items():
             x = values.get(t, sample_inputs.get(t))
-            if x is None or self.rows.get(i, 0) >= GRAM_TARGET_ROWS:
+            if x is None or self.rows.get(i, 0) >= self.target[i]:
                 continue
-            op = sg.operators[i]
-            shape = sg.tensors[op.inputs[op_table.row(self.model.op_name(op)).weights[0]]].shape
-            x = np.asarray(x, np.float32)
-            if kind == "matrix":
-                p = x.reshape(-1, shape[-1])
-                if len(p) > GRAM_ROWS:
-                    p = p[np.sort(self.rng.choice(len(p), GRAM_ROWS, replace=False))]
-                gram = p.T.astype(np.float64) @ p
-            else:
-                p = window_rows(x, op.options or {}, int(shape[1]), int(shape[2]), GRAM_ROWS, self.rng)
-                if depthwise:  # per input channel: [C, KH x KW, KH x KW]
-                    p = p.reshape(len(p), -1, p.shape[-1]).astype(np.float64)
-                    gram = np.einsum("pkc,plc->ckl", p, p)
-                else:
-                    p = p.reshape(len(p), -1)
-                    gram = p.T.astype(np.float64) @ p
+            gram, n = self._patch_gram(sg.operators[i], kind, depthwise, np.asarray(x, np.float32))
             self.sums[i] = self.sums[i] + gram if i in self.sums else gram
-            self.rows[i] = self.rows.get(i, 0) + len(p)
+            self.rows[i] = self.rows.get(i, 0) + n
+
+    def _patch_gram(self, op, kind: str, depthwise: bool, x: np.ndarray) -> tuple[np.ndarray, int]:
+        """One sample's Gram matrix of the op's input patches (float32 products, float64 result) and its patches."""
+        shape = self.model.subgraphs[0].tensors[op.inputs[op_table.row(self.model.op_name(op)).weights[0]]].shape
+        if kind == "matrix":
+            p = x.reshape(-1, shape[-1])
+            if len(p) > GRAM_ROWS:
+                p = p[np.sort(self.rng.choice(len(p), GRAM_ROWS, replace=False))]
+            return (p.T @ p).astype(np.float64), len(p)
+        p = window_rows(x, op.options or {}, int(shape[1]), int(shape[2]), GRAM_ROWS, self.rng)  # [P, KH, KW, C]
+        if depthwise:  # per input channel: [C, KH x KW, KH x KW], a batch of matrix products
+            pc = np.ascontiguousarray(p.reshape(len(p), -1, p.shape[-1]).transpose(2, 0, 1))  # [C, P, KH x KW]
+            return np.matmul(pc.transpose(0, 2, 1), pc).astype(np.float64), len(p)
+        p = p.reshape(len(p), -1)
+        return (p.T @ p).astype(np.float64), len(p)
 
     def gram(self, i: int) -> np.ndarray | None:
         """Op i's Gram matrix, or None where too few patches were seen to tell its input's directions apart."""
@@ -167,22 +171,33 @@ def gptq(w: np.ndarray, h: np.ndarray, scale: np.ndarray, qmax: int = 127) -> np
     h = h + (dead[..., None] * eye) + damp[..., None, None] * eye
     u = np.swapaxes(np.linalg.cholesky(np.linalg.inv(h)), -1, -2)  # upper: H^-1 = U^T U
     u = np.broadcast_to(u, (o, k, k)) if shared else u
-    s = np.asarray(scale, np.float64).reshape(o, 1)
+    s = np.asarray(scale, np.float64)
     cur = w[:, order].copy()
     held = np.argmax(np.abs(cur), axis=1)  # each row's largest weight keeps its value
     rows = np.arange(o)
     held_value = cur[rows, held]
     q = np.zeros_like(cur)
-    for j in range(k):
-        col = np.clip(np.round(cur[:, j] / s[:, 0]), -qmax, qmax)
-        q[:, j] = col
-        err = (cur[:, j] - col * s[:, 0]) / u[:, j, j]
-        cur[:, j + 1:] -= err[:, None] * u[:, j, j + 1:]
-        later = held > j
-        cur[rows[later], held[later]] = held_value[later]
+    for b0 in range(0, k, GPTQ_BLOCK):  # the columns of a block one by one, then the later columns at once (BLAS)
+        b1 = min(b0 + GPTQ_BLOCK, k)
+        errs = np.zeros((o, b1 - b0))
+        for j in range(b0, b1):
+            col = np.clip(np.round(cur[:, j] / s), -qmax, qmax)
+            q[:, j] = col
+            errs[:, j - b0] = (cur[:, j] - col * s) / u[:, j, j]
+            cur[:, j + 1:b1] -= errs[:, j - b0, None] * u[:, j, j + 1:b1]
+            _hold(cur, rows, held, held_value, j, b1)
+        if b1 < k:
+            cur[:, b1:] -= errs @ u[0, b0:b1, b1:] if shared else np.einsum("ob,obk->ok", errs, u[:, b0:b1, b1:])
+            _hold(cur, rows, held, held_value, b1 - 1, k)
     out = np.empty_like(q)
     out[:, order] = q
     return out
+
+
+def _hold(cur: np.ndarray, rows: np.ndarray, held: np.ndarray, value: np.ndarray, done: int, end: int) -> None:
+    """Put each row's held weight back where it lies after column ``done`` and before ``end``."""
+    later = (held > done) & (held < end)
+    cur[rows[later], held[later]] = value[later]
 
 
 def rounded(model: Model, g: QuantGraph, grams: Grams) -> tuple[Model, list[dict]]:
