@@ -12,12 +12,13 @@ becomes changes. Measured there, with float activations: 97.6% of the detections
 Per weighted layer (CONV_2D and FULLY_CONNECTED: H over the whole patch, [K, K], K = KH x KW x C or C;
 DEPTHWISE_CONV_2D: one [KH x KW]^2 matrix per channel), summed over the calibration samples (never held-back ones),
 at most ``GRAM_ROWS`` input patches of each (a seeded subsample of the output positions) until the layer has
-``TARGET_ROWS_SHARE`` per weight of a channel (at most ``GRAM_TARGET_ROWS``), while the Gram matrices fit ``MAX_GRAM_BYTES``; a layer with fewer than ``MIN_ROWS_SHARE``
-patches per weight of a channel keeps nearest rounding (fitted on fewer, the rounding follows those samples: an FC
-head with 48 inputs on 48 samples went 44.0 -> 69.9 dB on them and lost SNR on held-back ones). The rounded
-weights are written back as float values on the grid (q x scale), so the quantizer's own rounding gives those
-integers; each channel's largest weight stays where it was (its integer +-127, no rounding error), so the
-channel's scale -- its largest weight / 127 -- is the same.
+``TARGET_ROWS_SHARE`` per weight of a channel (at most ``GRAM_TARGET_ROWS``), while the Gram matrices fit
+``MAX_GRAM_BYTES``; a layer with fewer than ``MIN_ROWS_SHARE`` patches per weight of a channel keeps nearest
+rounding (fitted on fewer, the rounding follows those samples: an FC head with 48 inputs on 48 samples went
+44.0 -> 69.9 dB on them and lost SNR on held-back ones). The rounded weights are written back as float values on
+the grid (q x scale), so the quantizer's own rounding gives those integers; each channel's largest weight stays
+where it was (its integer +-127, no rounding error), so the channel's scale -- its largest weight / 127 -- is the
+same.
 A layer widened to float32 gets its own float weights back (``bias.restore_biases``).
 
 Mode int16x8 only (``quantize``: its int8 weights are most of its error): measured on a conv / depthwise / conv net
