@@ -94,6 +94,7 @@ from converters.quantize.migrate import channel_maxima
 from converters.quantize.migrate import prepare as prepare_int8
 from converters.quantize.sequential import downstream, has_candidates, sequential_corrected
 from converters.quantize.rules import check_ops, integer_graph, op_label, resolve_exclude, zero_divisors
+from converters.quantize.rounding import rounded, rounded_note
 from converters.quantize.subgraphs import Plan as SubgraphPlan
 from converters.quantize.subgraphs import attach as attach_subgraphs
 from converters.quantize.subgraphs import calibrate_subgraphs, check_calls, check_subgraph_ops, has_control_flow, unify
@@ -186,7 +187,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     excluded = excluded | {i for i, _ in no_rule}
     check_ops(model, act, excluded)
     sub_no_rule = check_subgraph_ops(model, act, precision == "auto") if has_control_flow(model) else {}
-    report["equalized"], report["bias_corrected"], report["bias_sequential"] = [], [], []
+    report["equalized"], report["bias_corrected"], report["bias_sequential"], report["rounded"] = [], [], [], []
     if given_ranges(model):  # a QDQ source's own scales and zero points are kept as they are
         equalize = bias_correction = False
     if equalize:
@@ -257,7 +258,7 @@ def _calibrated(model: Model, calibration, mode: str, act: str, method: str, per
     seen = None
     if has_control_flow(model):  # IF / WHILE subgraphs: every call observed (a one-shot source comes back as a list)
         seen, calibration = calibrate_subgraphs(model, calibration, limit, holdout)
-    patches = PatchMeans(model) if bias_correction else None
+    patches = PatchMeans(model, grams=act == "INT16") if bias_correction else None
     sequential = bias_correction and precision == "int8" and seen is None and has_candidates(model)
     fit = SEQUENTIAL_SAMPLES if sequential else 0
     cal = calibrate(model, calibration, act, method, percentile, limit, seed, holdout, patches, fit=fit)
@@ -309,8 +310,14 @@ def _corrected(model: Model, build: _Build, first, cal, patches, excluded: set, 
     """The bias corrections (each int8 layer's mean output shift from its weights' rounding, then the sequential
     one against the int8 model's own inputs), each rebuilding the model when it corrected a layer -> (model, g)."""
     qmodel, g = first
+    if patches is not None and build.act == "INT16" and patches.grams.sums:  # int8 weights under int16 activations
+        # rounded by their output error (quantize/rounding.py; why int16x8 only: its docstring)
+        build.source, report["rounded"] = rounded(model, g, patches.grams)
+        if report["rounded"]:
+            qmodel, g = first = build(excluded)
+            report["notes"].append(rounded_note(report["rounded"]))
     if patches is not None and patches.layers:
-        build.source, report["bias_corrected"] = corrected(model, g, patches)
+        build.source, report["bias_corrected"] = corrected(model, g, patches, build.source)
         if report["bias_corrected"]:
             qmodel, g = first = build(excluded)
             worst_shift = max(c["max_shift_quanta"] for c in report["bias_corrected"])

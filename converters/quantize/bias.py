@@ -16,23 +16,11 @@ import numpy as np
 
 from converters import graph as G
 from converters.quantize.builder import QuantGraph, is_const, is_float
+from converters.quantize.rounding import Grams, weight_quantization, window
 from edge_sdk.model.types import Model
 from edge_sdk.runtime import op_table
 
 MIN_SHIFT = 0.05  # a layer is corrected where some channel's shift reaches this share of its output's quantum
-
-
-class _Geometry:
-    """Errors never arise here: the interpreter prepared these ops before calibration."""
-
-    def error(self, message):  # pragma: no cover - the float model ran
-        return ValueError(message)
-
-
-def _window(padding: str, stride: int, dilation: int, size: int, k: int) -> tuple[int, int]:
-    from edge_sdk.runtime.kernels.conv import window_geometry
-
-    return window_geometry(_Geometry(), padding, stride, dilation, size, k)
 
 
 def _kind(row: op_table.OpRow) -> str | None:
@@ -46,32 +34,44 @@ def _kind(row: op_table.OpRow) -> str | None:
     return "matrix" if row.weights[2] == 0 and not row.family else None
 
 
+def weighted_layers(model: Model, with_bias: bool = False) -> dict[int, tuple[int, str]]:
+    """The weighted layers (``_kind``) with float constant weights (``with_bias``: and a float constant bias) reading
+    a float activation: op index -> (that input tensor, "window" / "matrix")."""
+    sg = model.subgraphs[0]
+    layers = {}
+    for i, op in enumerate(sg.operators):
+        row = op_table.row(model.op_name(op))
+        kind = _kind(row)
+        if kind is None:
+            continue
+        wi, bi, _ = row.weights
+        has_bias = bi is not None and len(op.inputs) > bi and op.inputs[bi] >= 0 and is_const(model, op.inputs[bi])
+        if with_bias and not has_bias:
+            continue
+        if not is_const(model, op.inputs[wi]) or not is_float(model, op.inputs[wi]):
+            continue
+        if kind == "matrix" and len(sg.tensors[op.inputs[wi]].shape) != 2:
+            continue
+        if is_float(model, op.inputs[0]) and not is_const(model, op.inputs[0]):
+            layers[i] = (op.inputs[0], kind)
+    return layers
+
+
 class PatchMeans:
     """Per weighted layer (``_kind``) with float constant weights and bias: the sum of its mean input patch over
     the calibration samples ([KH, KW, C] for a window, [C] for a matrix)."""
 
-    def __init__(self, model: Model):
-        sg = model.subgraphs[0]
+    def __init__(self, model: Model, grams: bool = False):
         self.model = model
-        self.layers: dict[int, tuple[int, str]] = {}  # op index -> (data input tensor, "window" / "matrix")
-        for i, op in enumerate(sg.operators):
-            row = op_table.row(model.op_name(op))
-            kind = _kind(row)
-            if kind is None:
-                continue
-            wi, bi, _ = row.weights
-            if bi is None or len(op.inputs) <= bi or op.inputs[bi] < 0 or not is_const(model, op.inputs[bi]) \
-                    or not is_const(model, op.inputs[wi]) or not is_float(model, op.inputs[wi]):
-                continue
-            if kind == "matrix" and len(sg.tensors[op.inputs[wi]].shape) != 2:
-                continue
-            if is_float(model, op.inputs[0]) and not is_const(model, op.inputs[0]):
-                self.layers[i] = (op.inputs[0], kind)
+        self.layers = weighted_layers(model, with_bias=True)  # op index -> (data input tensor, "window" / "matrix")
         self.sums: dict[int, np.ndarray] = {}
         self.count = 0
+        # ``grams``: the weighted layers' input Gram matrices too, for their weights' rounding (``rounding``)
+        self.grams = Grams(model, weighted_layers(model) if grams else {})
 
     def add(self, values: dict, sample_inputs: dict) -> None:
         sg = self.model.subgraphs[0]
+        self.grams.add(values, sample_inputs)
         for i, (t, kind) in self.layers.items():
             x = values.get(t, sample_inputs.get(t))
             if x is None:
@@ -93,8 +93,8 @@ class PatchMeans:
         pad = opts.get("padding", "SAME")
         sh, sw = int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))
         dh, dw = int(opts.get("dilation_h_factor", 1)), int(opts.get("dilation_w_factor", 1))
-        oh, pt = _window(pad, sh, dh, x.shape[1], kh)
-        ow, pl = _window(pad, sw, dw, x.shape[2], kw)
+        oh, pt = window(pad, sh, dh, x.shape[1], kh)
+        ow, pl = window(pad, sw, dw, x.shape[2], kw)
         # the input with room for every tap of every output position (zeros outside, as the kernels pad)
         need_h = max((oh - 1) * sh + (kh - 1) * dh + 1, pt + x.shape[1])
         need_w = max((ow - 1) * sw + (kw - 1) * dw + 1, pl + x.shape[2])
@@ -113,18 +113,13 @@ class PatchMeans:
 
 def _dequantized_weights(g: QuantGraph, i: int) -> np.ndarray | None:
     """Op i's int8 weights in the built graph, dequantized (None when the op is not quantized there)."""
-    wi = op_table.row(g.src.op_name(g.sg.operators[i])).weights[0]
-    for k, origin in g.origin.items():
-        if origin == i:
-            t = g.tensors[g.ops[k].inputs[wi]]
-            if t.type != "INT8" or t.quantization is None:
-                return None
-            q = np.frombuffer(g.buffers[t.buffer].data, np.int8).reshape(t.shape).astype(np.float64)
-            s = np.asarray(t.quantization.scale, np.float64)
-            shape = [1] * q.ndim
-            shape[t.quantization.quantized_dimension] = -1
-            return q * (s.reshape(shape) if s.size > 1 else s[0])
-    return None
+    found = weight_quantization(g, i)
+    if found is None:
+        return None
+    q, s, axis = found
+    shape = [1] * q.ndim
+    shape[axis] = -1
+    return q * (s.reshape(shape) if s.size > 1 else s[0])
 
 
 def bias_shifts(model: Model, g: QuantGraph, means: PatchMeans) -> dict[int, np.ndarray]:
@@ -150,9 +145,11 @@ def bias_shifts(model: Model, g: QuantGraph, means: PatchMeans) -> dict[int, np.
     return shifts
 
 
-def corrected(model: Model, g: QuantGraph, means: PatchMeans) -> tuple[Model, list[dict]]:
+def corrected(model: Model, g: QuantGraph, means: PatchMeans, base: Model | None = None) -> tuple[Model, list[dict]]:
     """The model whose quantized layers' biases lose their shift (where some channel's shift reaches
-    ``MIN_SHIFT`` of the output's quantum), and per corrected layer what changed; the model itself when none."""
+    ``MIN_SHIFT`` of the output's quantum), and per corrected layer what changed; the model itself when none.
+    The shift is of ``g``'s weights against ``model``'s float ones; ``base`` (``model`` when None) is the model
+    the corrected biases go into (its weights rounded by their output error: ``rounding``)."""
     sg = model.subgraphs[0]
     kept = {}
     for i, shift in bias_shifts(model, g, means).items():
@@ -163,7 +160,7 @@ def corrected(model: Model, g: QuantGraph, means: PatchMeans) -> tuple[Model, li
         worst = float(np.abs(shift).max()) if shift.size else 0.0
         if worst >= MIN_SHIFT * step:
             kept[i] = (shift, worst / step)
-    return shifted(model, kept)
+    return shifted(model if base is None else base, kept)
 
 
 def shifted(model: Model, shifts: dict[int, tuple[np.ndarray, float]]) -> tuple[Model, list[dict]]:
@@ -191,7 +188,8 @@ def shifted(model: Model, shifts: dict[int, tuple[np.ndarray, float]]) -> tuple[
 
 
 def restore_biases(corrected_model: Model, model: Model, ops) -> Model:
-    """``corrected_model`` with the original biases back on ``ops`` (kept float: their weights are exact)."""
+    """``corrected_model`` with the original biases -- and weights, where they were rounded by their output error
+    (``rounding``) -- back on ``ops`` (kept float: their weights are exact)."""
     from converters.passes.equalize import editable_copy
 
     if corrected_model is model or not ops:
@@ -200,7 +198,10 @@ def restore_biases(corrected_model: Model, model: Model, ops) -> Model:
     sg, src = m.subgraphs[0], model.subgraphs[0]
     for i in ops:
         row = op_table.row(model.op_name(src.operators[i]))
-        if row.weights is None or row.weights[1] is None or len(src.operators[i].inputs) <= row.weights[1]:
+        if row.weights is None:
+            continue
+        sg.operators[i].inputs[row.weights[0]] = src.operators[i].inputs[row.weights[0]]  # the original weights
+        if row.weights[1] is None or len(src.operators[i].inputs) <= row.weights[1]:
             continue
         sg.operators[i].inputs[row.weights[1]] = src.operators[i].inputs[row.weights[1]]  # the original bias
     return m
