@@ -1,0 +1,137 @@
+"""Issue 27, audited from a fresh clone (session 17): what did not hold.
+
+- NaN / inf in data files: `edge evaluate --data`, `edge convert --eval` (an internal error before), `edge bench
+  --inputs` and `edge profile --inputs` ran it; now refused (exit 3) naming the flag, the file, the array and the
+  first sample, after the settings and before any work; `edge run --allow-nonfinite --json` says so in the JSON.
+- The per-op plot's axis said "emulated" twice for a QEMU profile ("systick ticks (emulated), emulated").
+- `edge fleet status --inventory MISSING` said "no hosts in the inventory" (exit 4); `edge deploy --hosts
+  picture.png` was an internal error: the files are now checked first, like every command's.
+- A detector whose box output cannot be told apart named the Python option only, not `--boxes` / `--scores`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from edge_sdk import cli
+from tests.oprunner import T, op_model
+
+
+def _relu(tmp_path: Path) -> Path:
+    """A float RELU on [1, 4]: any model will do, the data is refused before it is run."""
+    model = tmp_path / "relu.tflite"
+    model.write_bytes(op_model("RELU", [T((1, 4), "FLOAT32")], [T((1, 4), "FLOAT32")]))
+    return model
+
+
+def _with_nonfinite(path: Path, shape, sample: int, value: float, npz_key: str | None = None) -> Path:
+    x = np.zeros(shape, np.float32)
+    x[(sample,) + (0,) * (len(shape) - 1)] = value
+    if npz_key is None:
+        np.save(path, x)
+    else:
+        np.savez(path, **{npz_key: x, "y": np.zeros(shape[0], np.int64)})
+    return path
+
+
+def _one_error_line(capsys, argv: list[str], code: int) -> tuple[str, str]:
+    assert cli.main([str(a) for a in argv]) == code
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0], out
+
+
+@pytest.mark.parametrize("case", ["evaluate --data", "convert --eval", "convert --calib", "bench --inputs",
+                                  "profile --inputs"])
+def test_nonfinite_data_is_refused_naming_flag_file_array_and_sample(tmp_path, capsys, case):
+    model = _relu(tmp_path)
+    if case == "evaluate --data":
+        data = _with_nonfinite(tmp_path / "test.npz", (6, 4), 4, np.nan, npz_key="x")
+        argv, flag, said = ["evaluate", model, "--data", data], "--data", "array 'x'"
+    elif case == "convert --eval":
+        calib = _with_nonfinite(tmp_path / "calib.npy", (5, 4), 0, 0.0)
+        data = _with_nonfinite(tmp_path / "test.npz", (6, 4), 4, np.inf, npz_key="x")
+        argv = ["convert", model, "-o", tmp_path / "out.tflite", "--calib", calib, "--eval", data]
+        flag, said = "--eval", "array 'x'"
+    elif case == "convert --calib":
+        data = _with_nonfinite(tmp_path / "calib.npy", (9, 4), 4, -np.inf)
+        argv, flag, said = ["convert", model, "-o", tmp_path / "out.tflite", "--calib", data], "--calib", ""
+    else:  # one input tensor [1, 4]: its only sample
+        data = _with_nonfinite(tmp_path / "x.npy", (1, 4), 0, np.nan)
+        command, flag = case.split()
+        argv = [command, model, flag, data] + (["--target", "qemu-mps2-an386"] if command == "profile" else [])
+        said = ""
+    line, _ = _one_error_line(capsys, argv, 3)
+    sample = "sample 0" if case.endswith("--inputs") else "sample 4"
+    for needle in (flag, data.name, said, sample, "non-finite"):
+        assert needle in line, (needle, line)
+    assert "MODEL" not in line and "SRC" not in line, line  # the data file is at fault, not the model
+    assert not (tmp_path / "out.tflite").exists()
+
+
+def test_nonfinite_data_is_a_json_error_after_the_settings(tmp_path, capsys):
+    model = _relu(tmp_path)
+    data = _with_nonfinite(tmp_path / "test.npz", (3, 4), 2, np.nan, npz_key="x")
+    line, out = _one_error_line(capsys, ["evaluate", model, "--data", data, "--json"], 3)
+    doc = json.loads(out)
+    assert doc["kind"] == "data" and doc["exit"] == 3 and "sample 2" in doc["error"] and doc["error"] in line
+    calib = _with_nonfinite(tmp_path / "calib.npy", (3, 4), 1, np.nan)  # a setting's misuse is said first (exit 2)
+    line, _ = _one_error_line(capsys, ["convert", model, "-o", tmp_path / "o.tflite", "--calib", calib,
+                                       "--target", "stm32f747"], 2)
+    assert "did you mean stm32f746-disco" in line
+
+
+def test_run_allow_nonfinite_says_so_in_the_json(tmp_path, capsys):
+    model = _relu(tmp_path)
+    nan = _with_nonfinite(tmp_path / "nan.npy", (1, 4), 0, np.nan)
+    fine = tmp_path / "fine.npy"
+    np.save(fine, np.ones((1, 4), np.float32))
+    assert cli.main(["run", str(model), str(nan), str(fine), "--allow-nonfinite", "--json", "--backend",
+                     "python"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["input"] for r in rows] == [str(nan), str(fine)]
+    assert "non-finite" in rows[0]["warnings"][0] and "--allow-nonfinite" in rows[0]["warnings"][0], rows[0]
+    assert "warnings" not in rows[1], rows[1]
+
+
+@pytest.mark.parametrize("unit", ["systick ticks (emulated)", "emulated ticks (cost model)", "ticks"])
+def test_op_plot_says_emulated_once(tmp_path, unit):
+    from edge_sdk.tools.op_report import OpProfile, OpTiming, write_plot
+
+    prof = OpProfile(ops=[OpTiming(0, "CONV_2D", [120.0, 110.0], macs=100, output_shape=[1, 8])], unit=unit,
+                     run_totals=[120.0, 110.0], us_per_unit=None, model="m.tflite", where="qemu-mps2-an386")
+    write_plot(prof, tmp_path / "ops.png")
+    with Image.open(tmp_path / "ops.png") as img:
+        x_label = img.text["x_label"]
+    assert x_label.count("emulated") == 1 and unit in x_label, x_label
+
+
+def test_fleet_and_deploy_files_are_checked_first(tmp_path, capsys):
+    model = _relu(tmp_path)
+    line, out = _one_error_line(capsys, ["fleet", "status", "--inventory", tmp_path / "hosts.ini", "--json"], 6)
+    assert "--inventory" in line and "hosts.ini" in line and json.loads(out)["kind"] == "file"
+    png = tmp_path / "hosts.png"
+    Image.new("RGB", (4, 4)).save(png)
+    line, _ = _one_error_line(capsys, ["deploy", model, "--hosts", png], 3)
+    assert "--hosts" in line and "not a hosts file" in line and "a PNG image" in line, line
+    line, _ = _one_error_line(capsys, ["fleet", "status", "--inventory", png], 3)
+    assert "--inventory" in line and "a PNG image" in line, line
+
+
+def test_an_ambiguous_detector_names_the_flags_and_its_outputs(tmp_path, capsys):
+    """Two outputs [1, 6, 3], neither a box output by its shape or name: the line says how to say which."""
+    axis = T((), "INT32", data=np.array(2, np.int32))
+    model = tmp_path / "two.tflite"
+    model.write_bytes(op_model("SPLIT", [axis, T((1, 6, 6), "FLOAT32")],
+                               [T((1, 6, 3), "FLOAT32", name="a"), T((1, 6, 3), "FLOAT32", name="b")],
+                               options={"num_splits": 2}))
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((1, 6, 6), np.float32))
+    line, _ = _one_error_line(capsys, ["run", model, x, "--task", "detect", "--backend", "python"], 3)
+    assert "--boxes OUTPUT --scores OUTPUT" in line and "0 'a', 1 'b'" in line, line
