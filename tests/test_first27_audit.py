@@ -135,3 +135,17 @@ def test_an_ambiguous_detector_names_the_flags_and_its_outputs(tmp_path, capsys)
     np.save(x, np.zeros((1, 6, 6), np.float32))
     line, _ = _one_error_line(capsys, ["run", model, x, "--task", "detect", "--backend", "python"], 3)
     assert "--boxes OUTPUT --scores OUTPUT" in line and "0 'a', 1 'b'" in line, line
+
+
+def test_export_into_a_file_or_a_full_folder_is_argument_misuse(tmp_path, capsys):
+    """`-o` naming the model itself, or a folder with files in it: exit 2 (was 5, "any other error")."""
+    model = _relu(tmp_path)
+    line, _ = _one_error_line(capsys, ["export", model, "--target", "host-linux", "--format", "cmake", "-o", model], 2)
+    assert "-o/--output" in line and "is a file" in line, line
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "main.c").write_text("int main(void) { return 0; }\n")
+    line, out = _one_error_line(capsys, ["export", model, "--target", "host-linux", "--format", "make", "-o", full,
+                                         "--json"], 2)
+    assert "not empty" in line and json.loads(out)["kind"] == "usage"
+    assert [p.name for p in full.iterdir()] == ["main.c"]
