@@ -149,3 +149,13 @@ def test_export_into_a_file_or_a_full_folder_is_argument_misuse(tmp_path, capsys
                                          "--json"], 2)
     assert "not empty" in line and json.loads(out)["kind"] == "usage"
     assert [p.name for p in full.iterdir()] == ["main.c"]
+
+
+def test_matrix_of_an_int8_tflite_says_how_to_run_it_as_it_is(tmp_path, capsys):
+    """`edge bench m_int8.tflite --matrix` converts to int8 by default: the cell's error says what to give."""
+    model = tmp_path / "relu_int8.tflite"
+    model.write_bytes(op_model("RELU", [T((1, 4), "INT8", 0.1, -3)], [T((1, 4), "INT8", 0.1, -3)]))
+    assert cli.main(["bench", str(model), "--matrix", "--target", "host-linux", "--json"]) == 0  # nothing cached
+    cells = json.loads(capsys.readouterr().out)["cells"]
+    assert len(cells) == 1 and "already quantized" in cells[0]["error"], cells
+    assert "--precision float" in cells[0]["error"], cells

@@ -84,7 +84,10 @@ def _convert(convert, source: bytes, suffix: str, precision: str,
     try:
         return convert(source, quantize=precision, calibration=calibration).tflite, None
     except (EdgeError, OSError, ValueError) as exc:
-        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        if suffix == ".tflite" and "already quantized" in why:  # an int8 .tflite given to the default sweep
+            why += "; --precision float benchmarks a .tflite as it is"
+        return None, why
 
 
 def _cell(content: bytes, target: str, runs: int, warmup: int, profile_runs: int | None) -> dict:
