@@ -1544,16 +1544,21 @@ def _naming_the_model(args, exc, message: str) -> str:
                         if isinstance(getattr(args, attr, None), str)), (None, None))
     if not isinstance(exc, ModelError) or path is None or Path(path).name in message:
         return message
-    if isinstance(exc, errors.DataError) and _names_a_data_file(args, message):
-        return message  # a data file's fault ("--calib c.npy: ...", "x.npy: ..."): the model is not the culprit
+    if _names_another_file(args, label, message, isinstance(exc, errors.DataError)):
+        return message  # another file's fault ("--calib c.npy: ...", "INPUT x.txt: ..."): not the model's
     return f"{label} {path}: {message}"
 
 
-def _names_a_data_file(args, message: str) -> bool:
-    """The message starts with a flag's label or one of the command's INPUT files: it names the file at fault."""
+def _names_another_file(args, model_label: str, message: str, data_error: bool) -> bool:
+    """The message starts with the label of another file the command reads ("INPUT x.png: ...", "--calib c.npy:
+    ...", "--frontend f.png: ...": COMMAND_FILES) or, for a DataError, one of its INPUT paths: it names the file at
+    fault, and "MODEL m:" before it would blame the wrong one."""
+    labels = [label for label, _, _ in COMMAND_FILES.get(args.command, []) if label != model_label]
+    if any(message.startswith(f"{label} ") for label in labels):
+        return True
     inputs = getattr(args, "inputs", None)
     files = [str(f) for f in (inputs if isinstance(inputs, list) else [])]
-    return message.startswith("-") or any(message.startswith(f"{f}:") or message.startswith(f"{f}[") for f in files)
+    return data_error and any(message.startswith(f"{f}:") or message.startswith(f"{f}[") for f in files)
 
 
 def _main(argv: list[str]) -> int:

@@ -159,3 +159,18 @@ def test_matrix_of_an_int8_tflite_says_how_to_run_it_as_it_is(tmp_path, capsys):
     cells = json.loads(capsys.readouterr().out)["cells"]
     assert len(cells) == 1 and "already quantized" in cells[0]["error"], cells
     assert "--precision float" in cells[0]["error"], cells
+
+
+def test_another_files_fault_is_not_blamed_on_the_model(tmp_path, capsys):
+    """The CLI names the model first when a model's error does not: not when the line names the file at fault."""
+    model = _relu(tmp_path)
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    line, _ = _one_error_line(capsys, ["run", model, text], 3)
+    assert line.startswith("edge run: error: INPUT ") and "MODEL" not in line, line
+    png = tmp_path / "front.png"
+    Image.new("RGB", (4, 4)).save(png)
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((1, 4), np.float32))
+    line, _ = _one_error_line(capsys, ["run", model, x, "--frontend", png], 3)
+    assert line.startswith("edge run: error: --frontend ") and "MODEL" not in line, line
