@@ -174,3 +174,21 @@ def test_another_files_fault_is_not_blamed_on_the_model(tmp_path, capsys):
     np.save(x, np.ones((1, 4), np.float32))
     line, _ = _one_error_line(capsys, ["run", model, x, "--frontend", png], 3)
     assert line.startswith("edge run: error: --frontend ") and "MODEL" not in line, line
+
+
+@pytest.mark.slow  # builds a Cortex-M7 firmware: ~15 s under load
+@pytest.mark.skipif(__import__("shutil").which("arm-none-eabi-gcc") is None, reason="needs arm-none-eabi-gcc")
+def test_a_missing_flasher_names_the_firmware_it_built(state, tmp_path, monkeypatch):
+    """st-flash absent: the line says how to install it and where the built firmware is (to flash it by hand)."""
+    import shutil
+
+    from edge_sdk.errors import DeviceError
+    from edge_sdk.tools import flash as fl
+
+    real = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda t: None if t == "st-flash" else real(t))
+    model = tmp_path / "relu_int8.tflite"
+    model.write_bytes(op_model("RELU", [T((1, 4), "INT8", 0.1, -3)], [T((1, 4), "INT8", 0.1, -3)]))
+    with pytest.raises(DeviceError, match=r"st-flash not found on PATH.*the firmware is built: .*fw\.elf"):
+        fl.flash(model, "stm32f746-disco", build_dir=tmp_path / "f7")
+    assert (tmp_path / "f7" / "fw.elf").is_file()
