@@ -192,3 +192,36 @@ def test_a_missing_flasher_names_the_firmware_it_built(state, tmp_path, monkeypa
     with pytest.raises(DeviceError, match=r"st-flash not found on PATH.*the firmware is built: .*fw\.elf"):
         fl.flash(model, "stm32f746-disco", build_dir=tmp_path / "f7")
     assert (tmp_path / "f7" / "fw.elf").is_file()
+
+
+def test_only_my_board_is_reused_for_a_model(tmp_path, monkeypatch):
+    """`edge profile` (no --port) talks to a running board of the same model: never another owner's (another
+    checkout's, or one a still-running job started), whose serial port takes one client. Fake boards: sleeping
+    processes with "qemu" in their command line, as tests/test_boards_owned.py records them."""
+    import subprocess
+    import sys
+
+    from edge_sdk.device import qemu_board as qb
+
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
+    procs = [subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(60)", "qemu-fake"],
+                              start_new_session=True) for _ in range(3)]
+    try:
+        me = qb.current_owner()
+        ended = subprocess.Popen([sys.executable, "-c", "pass"])
+        ended.wait()
+        owners = {"another checkout": {**me, "checkout": "/elsewhere/edge-sdk", "pid": ended.pid, "pid_start": None},
+                  "a running job": {**me, "pid": procs[2].pid, "pid_start": qb._process_start(procs[2].pid)}}
+        boards = [{"url": f"socket://127.0.0.1:{41001 + k}", "tcp_port": 41001 + k, "pid": p.pid, "pgid": p.pid,
+                   "pid_start": qb._process_start(p.pid), "profile": "qemu-mps2-an386", "model_sha256": "ab" * 32,
+                   "owner": owner} for k, (p, owner) in enumerate(zip(procs, owners.values()))]
+        qb._write_state(boards)
+        assert len(qb.list_boards()) == 2 and qb.find_board("ab" * 32, "qemu-mps2-an386") is None
+        qb._write_state(boards + [{**boards[0], "url": "socket://127.0.0.1:41009", "tcp_port": 41009,
+                                   "pid": procs[1].pid, "pgid": procs[1].pid,
+                                   "pid_start": qb._process_start(procs[1].pid), "owner": me}])
+        assert qb.find_board("ab" * 32, "qemu-mps2-an386")["url"] == "socket://127.0.0.1:41009"
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
