@@ -225,3 +225,27 @@ def test_only_my_board_is_reused_for_a_model(tmp_path, monkeypatch):
         for p in procs:
             p.kill()
             p.wait()
+
+
+def test_matrix_arena_is_the_targets_as_edge_check_gives_it(tmp_path, capsys):
+    """A microcontroller cell's arena is the board's (edge check's figure), not this machine's run's (64-bit
+    structs, SIMD scratch): the table showed the host's 3.3 KiB where `edge check` says 1.8 KiB."""
+    from edge_sdk.targets.check import check_model
+    from edge_sdk.tools.bench_matrix import format_matrix
+
+    rng = np.random.default_rng(3)  # an int8 3x3 conv, 16 -> 16 channels on 8x8: the host packs its filter
+    w = T((16, 3, 3, 16), "INT8", 0.02, 0, data=rng.integers(-127, 128, (16, 3, 3, 16), dtype=np.int8))
+    b = T((16,), "INT32", 0.001, 0, data=np.zeros(16, np.int32))
+    model = tmp_path / "conv_int8.tflite"
+    model.write_bytes(op_model("CONV_2D", [T((1, 8, 8, 16), "INT8", 0.05, 0), w, b], [T((1, 8, 8, 16), "INT8", 0.1, 0)],
+                               options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                                        "dilation_w_factor": 1}))
+    assert cli.main(["bench", str(model), "--matrix", "--target", "qemu-mps2-an386", "--precision", "float",
+                     "--runs", "2", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    board = check_model(str(model), "qemu-mps2-an386").arena_bytes
+    cell = report["cells"][0]
+    assert cell["check"]["arena_bytes"] == board, cell
+    assert f"{cell['arena_size'] / 1024:.1f}" != f"{board / 1024:.1f}", cell  # two machines, two figures
+    row = format_matrix(report).splitlines()[2]
+    assert row.split()[-2] == f"{board / 1024:.1f}", row
