@@ -207,7 +207,7 @@ COMMAND_FILES: dict[str, list[tuple[str, str, str]]] = {
     "inspect": [_MODEL],
     "convert": [("SRC", "src", "source"), ("--calib", "calib", "calibration"), ("--eval", "eval", "evaluation"),
                 ("--labels", "labels", "labels")],
-    "evaluate": [("MODEL", "model", "source"), ("--data", "data", "evaluation"), ("--reference", "reference", "source"),
+    "evaluate": [("MODEL", "model", "source"), ("--data", "data", "labelled"), ("--reference", "reference", "source"),
                  ("--labels", "labels", "labels")],
     "check": [_MODEL],
     "deploy": [_MODEL, ("--hosts", "hosts", "hosts"), ("--inventory", "inventory", "inventory")],
@@ -227,6 +227,7 @@ FILE_CLAIMS = {  # what the messages call each claim
     "source": "an ONNX or TFLite model",
     "calibration": "calibration data (a folder of images, an image, .npy or .npz)",
     "evaluation": "evaluation data (a folder of class folders, or .npz with x and y)",
+    "labelled": "evaluation data (a folder of class folders, or .npz with x and y)",  # y required: edge evaluate
     "labels": "a labels file (UTF-8 text, one label per line)",
     "hosts": "a hosts file (UTF-8 text: user@host[:port] per line, or an Ansible INI inventory)",
     "inventory": "an Ansible INI inventory (UTF-8 text)",
@@ -328,6 +329,40 @@ def _refuse_nonfinite_arrays(path, label: str, claim: str) -> None:
         raise errors.DataError(f"{label} {path}: {said}; refused: data must be finite numbers")
 
 
+def _check_evaluation_npz(path, label: str) -> None:
+    """Evaluation data as a .npz: x (the samples) and y (one integer class id per sample), else one line naming
+    the flag and the file (it was said after the model ran, as "MODEL m: 359 predictions but 5 labels")."""
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            files = list(data.files)
+            missing = [k for k in ("x", "y") if k not in files]
+            y = None if missing else np.asarray(data["y"]).reshape(-1)
+        x_shape = None if missing else _npz_member_shape(path, "x")  # from its header: x may be gigabytes
+    except (ValueError, OSError, EOFError) as exc:
+        raise _not_a(path, label, "labelled", " ".join(str(exc).split())[:160]) from None
+    if missing:
+        raise _not_a(path, label, "labelled", f"no array {' or '.join(missing)} (it has {', '.join(files) or 'none'})")
+    x_count = x_shape[0] if x_shape else 1
+    if y.shape[0] != x_count:
+        raise _not_a(path, label, "labelled", f"{x_count} samples in x but {y.shape[0]} labels in y")
+    if y.dtype.kind not in "iu" and not (y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y % 1 == 0)):
+        raise _not_a(path, label, "labelled", f"y holds {y.dtype.name} values, not integer class ids")
+
+
+def _npz_member_shape(path, key: str) -> tuple[int, ...]:
+    """The shape of array ``key`` of an .npz, read from its .npy header (the data stays in the archive)."""
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    with zipfile.ZipFile(path) as archive, archive.open(f"{key}.npy") as f:
+        version = npy.read_magic(f)
+        header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+        return tuple(header(f)[0])
+
+
 def _check_reads(path, label: str, claim: str) -> None:
     """A .tflite source read and verified (edge_sdk.model.read_model: every offset within the file), so that a
     truncated one is named as the file it is before any setting is judged."""
@@ -355,7 +390,7 @@ def _check_file_claim(path: str, label: str, claim: str) -> None:
 
     p = Path(path)
     suffix = p.suffix.lower()
-    if claim in ("calibration", "evaluation") and p.is_dir():
+    if claim in ("calibration", "evaluation", "labelled") and p.is_dir():
         return  # a folder of images / class folders: read (and checked) by the converter
     if p.is_dir():
         raise IsADirectoryError(21, f"{label}: is a directory", str(p))
@@ -384,9 +419,13 @@ def _check_file_claim(path: str, label: str, claim: str) -> None:
         return
     if suffix == ".npy" and claim in ("calibration", "input", "arrays"):
         _check_npy(p, label, claim)
-    elif suffix == ".npz" and claim in ("calibration", "evaluation", "arrays", "input"):
+    elif suffix == ".npz" and claim in ("calibration", "evaluation", "labelled", "arrays", "input"):
         if not zipfile.is_zipfile(p):
             raise _not_a(p, label, claim, f"not a .npz (zip) archive: it is {_what_it_is(p)}")
+        if claim == "labelled":
+            _check_evaluation_npz(p, label)
+    elif claim == "labelled":  # neither a folder nor a .npz: named now, not after the model ran
+        raise _not_a(p, label, claim)
     elif suffix in (".wav", ".wave") and claim == "input":
         with open(p, "rb") as f:
             head = f.read(12)
@@ -444,7 +483,7 @@ def _check_data_values(args) -> None:
     command = "bench --matrix" if args.command == "bench" and getattr(args, "matrix", False) else args.command
     for label, attr, claim in COMMAND_FILES.get(command, []):
         path = getattr(args, attr, None)
-        if claim in ("calibration", "evaluation", "arrays") and isinstance(path, str) \
+        if claim in ("calibration", "evaluation", "labelled", "arrays") and isinstance(path, str) \
                 and path.lower().endswith((".npy", ".npz")):
             _refuse_nonfinite_arrays(path, label, claim)
 

@@ -249,3 +249,33 @@ def test_matrix_arena_is_the_targets_as_edge_check_gives_it(tmp_path, capsys):
     assert f"{cell['arena_size'] / 1024:.1f}" != f"{board / 1024:.1f}", cell  # two machines, two figures
     row = format_matrix(report).splitlines()[2]
     assert row.split()[-2] == f"{board / 1024:.1f}", row
+
+
+@pytest.mark.parametrize("arrays,said", [
+    ({"x": np.zeros((6, 4), np.float32)}, "no array y (it has x)"),
+    ({"x": np.zeros((6, 4), np.float32), "y": np.zeros(5, np.int64)}, "6 samples in x but 5 labels in y"),
+    ({"x": np.zeros((6, 4), np.float32), "y": np.full(6, 0.5, np.float32)}, "y holds float32 values"),
+    (None, "it is a PNG image"),
+])
+def test_evaluate_data_is_checked_before_the_model_runs(tmp_path, capsys, arrays, said):
+    """`edge evaluate --data`: x and y, one integer label per sample; said naming --data and the file (it came after
+    the model ran, as "MODEL m: 359 predictions but 5 labels", not naming the data)."""
+    model = _relu(tmp_path)
+    if arrays is None:
+        data = tmp_path / "test.png"
+        Image.new("RGB", (4, 4)).save(data)
+    else:
+        data = tmp_path / "test.npz"
+        np.savez(data, **arrays)
+    line, _ = _one_error_line(capsys, ["evaluate", model, "--data", data], 3)
+    assert line.startswith(f"edge evaluate: error: --data {data}: not evaluation data") and said in line, line
+
+
+def test_convert_eval_of_a_detector_may_hold_samples_only(tmp_path, capsys):
+    """`convert --eval` judges a detector / segmenter on samples alone (no labels): x without y is not refused up
+    front (the converter reads it as it reads --calib)."""
+    x_only = tmp_path / "samples.npz"
+    np.savez(x_only, x=np.zeros((3, 4), np.float32))
+    args = cli.build_parser().parse_args(["convert", str(_relu(tmp_path)), "-o", str(tmp_path / "o.tflite"),
+                                          "--eval", str(x_only)])
+    cli._check_files(args)  # no error
