@@ -207,10 +207,11 @@ COMMAND_FILES: dict[str, list[tuple[str, str, str]]] = {
     "inspect": [_MODEL],
     "convert": [("SRC", "src", "source"), ("--calib", "calib", "calibration"), ("--eval", "eval", "evaluation"),
                 ("--labels", "labels", "labels")],
-    "evaluate": [("MODEL", "model", "source"), ("--data", "data", "evaluation"), ("--reference", "reference", "source"),
+    "evaluate": [("MODEL", "model", "source"), ("--data", "data", "labelled"), ("--reference", "reference", "source"),
                  ("--labels", "labels", "labels")],
     "check": [_MODEL],
-    "deploy": [_MODEL],
+    "deploy": [_MODEL, ("--hosts", "hosts", "hosts"), ("--inventory", "inventory", "inventory")],
+    "fleet": [("--inventory", "inventory", "inventory")],
     "bench": [_MODEL, ("--inputs", "inputs", "arrays")],
     "bench --matrix": [("MODEL", "model", "source"), ("--calib", "calib", "calibration")],
     "generate": [_MODEL],
@@ -226,7 +227,10 @@ FILE_CLAIMS = {  # what the messages call each claim
     "source": "an ONNX or TFLite model",
     "calibration": "calibration data (a folder of images, an image, .npy or .npz)",
     "evaluation": "evaluation data (a folder of class folders, or .npz with x and y)",
+    "labelled": "evaluation data (a folder of class folders, or .npz with x and y)",  # y required: edge evaluate
     "labels": "a labels file (UTF-8 text, one label per line)",
+    "hosts": "a hosts file (UTF-8 text: user@host[:port] per line, or an Ansible INI inventory)",
+    "inventory": "an Ansible INI inventory (UTF-8 text)",
     "input": "an image (JPEG/PNG/BMP), a .wav, a .npy array or an .npz of every input",
     "arrays": "input data (.npy or .npz)",
 }
@@ -278,6 +282,87 @@ def _check_npy(path, label: str, claim: str) -> None:
         raise _not_a(path, label, claim, f"not a .npy array: {reason[:120]}") from None
 
 
+def nonfinite_said(path) -> str | None:
+    """Where a .npy / .npz holds NaN or inf: "N of M value(s) ... first in sample K" (per array of an .npz, the
+    first such array), or None when every float value is finite. Read sample by sample from a memory map (a .npy
+    of gigabytes is scanned in slices of ~4 M values); an .npz's arrays are loaded one at a time."""
+    import numpy as np
+
+    if str(path).lower().endswith(".npz"):
+        with np.load(path, allow_pickle=False) as archive:
+            for key in archive.files:
+                said = _nonfinite_in(archive[key])
+                if said:
+                    return f"array '{key}': {said}"
+        return None
+    return _nonfinite_in(np.load(path, mmap_mode="r", allow_pickle=False))
+
+
+def _nonfinite_in(x) -> str | None:
+    import numpy as np
+
+    if x.dtype.kind not in "fc" or x.size == 0:
+        return None
+    rows = x.reshape(len(x), -1) if x.ndim > 1 else x.reshape(-1, 1)  # [samples, values per sample]
+    step = max(1, (1 << 22) // max(1, rows.shape[1]))
+    bad, first = 0, None
+    for start in range(0, len(rows), step):
+        finite = np.isfinite(rows[start:start + step])
+        per_sample = finite.shape[1] - np.count_nonzero(finite, axis=1)
+        if first is None and per_sample.any():
+            first = start + int(np.flatnonzero(per_sample)[0])
+        bad += int(per_sample.sum())
+    if not bad:
+        return None
+    return f"{bad} non-finite value(s) (NaN or inf) of {x.size}, the first in sample {first}"
+
+
+def _refuse_nonfinite_arrays(path, label: str, claim: str) -> None:
+    """Data with NaN or inf (calibration, evaluation, bench / profile inputs): refused naming the file, the array
+    and the first sample, before any setting is judged (a NaN sample turns calibration ranges and accuracy figures
+    into NaN, or a model's input into confident-looking garbage)."""
+    try:
+        said = nonfinite_said(path)
+    except (ValueError, OSError, EOFError) as exc:  # object arrays, a damaged member: not numbers
+        raise _not_a(path, label, claim, " ".join(str(exc).split())[:160]) from None
+    if said:
+        raise errors.DataError(f"{label} {path}: {said}; refused: data must be finite numbers")
+
+
+def _check_evaluation_npz(path, label: str) -> None:
+    """Evaluation data as a .npz: x (the samples) and y (one integer class id per sample), else one line naming
+    the flag and the file (it was said after the model ran, as "MODEL m: 359 predictions but 5 labels")."""
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            files = list(data.files)
+            missing = [k for k in ("x", "y") if k not in files]
+            y = None if missing else np.asarray(data["y"]).reshape(-1)
+        x_shape = None if missing else _npz_member_shape(path, "x")  # from its header: x may be gigabytes
+    except (ValueError, OSError, EOFError) as exc:
+        raise _not_a(path, label, "labelled", " ".join(str(exc).split())[:160]) from None
+    if missing:
+        raise _not_a(path, label, "labelled", f"no array {' or '.join(missing)} (it has {', '.join(files) or 'none'})")
+    x_count = x_shape[0] if x_shape else 1
+    if y.shape[0] != x_count:
+        raise _not_a(path, label, "labelled", f"{x_count} samples in x but {y.shape[0]} labels in y")
+    if y.dtype.kind not in "iu" and not (y.dtype.kind == "f" and np.all(np.isfinite(y)) and np.all(y % 1 == 0)):
+        raise _not_a(path, label, "labelled", f"y holds {y.dtype.name} values, not integer class ids")
+
+
+def _npz_member_shape(path, key: str) -> tuple[int, ...]:
+    """The shape of array ``key`` of an .npz, read from its .npy header (the data stays in the archive)."""
+    import zipfile
+
+    from numpy.lib import format as npy
+
+    with zipfile.ZipFile(path) as archive, archive.open(f"{key}.npy") as f:
+        version = npy.read_magic(f)
+        header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
+        return tuple(header(f)[0])
+
+
 def _check_reads(path, label: str, claim: str) -> None:
     """A .tflite source read and verified (edge_sdk.model.read_model: every offset within the file), so that a
     truncated one is named as the file it is before any setting is judged."""
@@ -305,7 +390,7 @@ def _check_file_claim(path: str, label: str, claim: str) -> None:
 
     p = Path(path)
     suffix = p.suffix.lower()
-    if claim in ("calibration", "evaluation") and p.is_dir():
+    if claim in ("calibration", "evaluation", "labelled") and p.is_dir():
         return  # a folder of images / class folders: read (and checked) by the converter
     if p.is_dir():
         raise IsADirectoryError(21, f"{label}: is a directory", str(p))
@@ -325,7 +410,7 @@ def _check_file_claim(path: str, label: str, claim: str) -> None:
         if kind == "tflite":  # a truncated or damaged model: said now, not after convert() judged the settings
             _check_reads(p, label, claim)
         return
-    if claim == "labels":
+    if claim in ("labels", "hosts", "inventory"):  # text: a picture given as the list is named as that
         try:
             p.read_bytes()[: 1 << 16].decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -334,9 +419,13 @@ def _check_file_claim(path: str, label: str, claim: str) -> None:
         return
     if suffix == ".npy" and claim in ("calibration", "input", "arrays"):
         _check_npy(p, label, claim)
-    elif suffix == ".npz" and claim in ("calibration", "evaluation", "arrays", "input"):
+    elif suffix == ".npz" and claim in ("calibration", "evaluation", "labelled", "arrays", "input"):
         if not zipfile.is_zipfile(p):
             raise _not_a(p, label, claim, f"not a .npz (zip) archive: it is {_what_it_is(p)}")
+        if claim == "labelled":
+            _check_evaluation_npz(p, label)
+    elif claim == "labelled":  # neither a folder nor a .npz: named now, not after the model ran
+        raise _not_a(p, label, claim)
     elif suffix in (".wav", ".wave") and claim == "input":
         with open(p, "rb") as f:
             head = f.read(12)
@@ -386,6 +475,17 @@ def _check_files(args) -> None:
             raise FileNotFoundError(2, f"{label}: no such file or directory", path)
     for path, label, claim in listed:
         _check_file_claim(path, label, claim)
+
+
+def _check_data_values(args) -> None:
+    """After the files and the settings, before any work: the arrays of calibration / evaluation data and of
+    --inputs hold finite numbers (`edge run` INPUTs: _cmd_run, which --allow-nonfinite lets through)."""
+    command = "bench --matrix" if args.command == "bench" and getattr(args, "matrix", False) else args.command
+    for label, attr, claim in COMMAND_FILES.get(command, []):
+        path = getattr(args, attr, None)
+        if claim in ("calibration", "evaluation", "labelled", "arrays") and isinstance(path, str) \
+                and path.lower().endswith((".npy", ".npz")):
+            _refuse_nonfinite_arrays(path, label, claim)
 
 
 def _closest(name: str, known: list[str]) -> str | None:
@@ -522,6 +622,7 @@ def _check_convert_args(args):
     _input_values(args.input_value)  # a name given twice: exit 2 before any work
     if args.memory is not None and not args.target:
         raise UsageError("--memory chooses the arena plan of the --target check: give --target PROFILE too")
+    _check_data_values(args)  # NaN in --calib / --eval: after the settings, before minutes of work
     return profile
 
 
@@ -662,6 +763,8 @@ def _cmd_run(args) -> int:
                              backend=choice.name, allow_nonfinite=args.allow_nonfinite, sample_rate=args.sample_rate)
         if not args.allow_nonfinite:  # with the flag, run_inputs has already warned that such scores mean nothing
             _warn_nonfinite_scores(results, args.model)
+        else:
+            _note_nonfinite_inputs(results)
         rows += [{**r, **choice.to_dict()} for r in results]
         text.append(choice.line() + "\n" + format_results(results))
     if args.json:
@@ -708,6 +811,16 @@ def _shapes_from_files(model_path, files: list[str], given,
         else:
             groups.append((shapes, [p]))
     return groups
+
+
+def _note_nonfinite_inputs(results) -> None:
+    """--allow-nonfinite: each result of a .npy / .npz holding NaN or inf carries ``warnings`` saying so (the --json
+    a script reads, as stderr's warning line tells a person): its scores mean nothing."""
+    for r in results:
+        path = str(r.get("input"))
+        said = nonfinite_said(path) if path.lower().endswith((".npy", ".npz")) else None
+        if said:
+            r["warnings"] = [f"{path}: {said}; run anyway (--allow-nonfinite): its scores mean nothing"]
 
 
 def _warn_nonfinite_scores(results, model) -> None:
@@ -1470,7 +1583,21 @@ def _naming_the_model(args, exc, message: str) -> str:
                         if isinstance(getattr(args, attr, None), str)), (None, None))
     if not isinstance(exc, ModelError) or path is None or Path(path).name in message:
         return message
+    if _names_another_file(args, label, message, isinstance(exc, errors.DataError)):
+        return message  # another file's fault ("--calib c.npy: ...", "INPUT x.txt: ..."): not the model's
     return f"{label} {path}: {message}"
+
+
+def _names_another_file(args, model_label: str, message: str, data_error: bool) -> bool:
+    """The message starts with the label of another file the command reads ("INPUT x.png: ...", "--calib c.npy:
+    ...", "--frontend f.png: ...": COMMAND_FILES) or, for a DataError, one of its INPUT paths: it names the file at
+    fault, and "MODEL m:" before it would blame the wrong one."""
+    labels = [label for label, _, _ in COMMAND_FILES.get(args.command, []) if label != model_label]
+    if any(message.startswith(f"{label} ") for label in labels):
+        return True
+    inputs = getattr(args, "inputs", None)
+    files = [str(f) for f in (inputs if isinstance(inputs, list) else [])]
+    return data_error and any(message.startswith(f"{f}:") or message.startswith(f"{f}[") for f in files)
 
 
 def _main(argv: list[str]) -> int:
@@ -1494,6 +1621,8 @@ def _main(argv: list[str]) -> int:
     try:
         _check_files(args)  # files exist and are what they claim, then settings (issue 27 point 4)
         _check_targets(args)
+        if args.command != "convert":  # convert checks its output folder and settings first (_check_convert_args)
+            _check_data_values(args)
         return args.func(args)
     except KeyboardInterrupt as exc:
         return _interrupted(exc, restore.signals, args.command, as_json)

@@ -342,7 +342,7 @@ def test_cli_export(tmp_path):
     assert proc.returncode == 2 and "invalid choice: 'bazel'" in proc.stderr
     proc = subprocess.run(cli + ["--format", "make", "-o", str(tmp_path / "o")], capture_output=True, text=True,
                           env=env, timeout=300)
-    assert proc.returncode == 5 and proc.stderr.count("\n") == 1 and "exists and is not empty" in proc.stderr
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "exists and is not empty" in proc.stderr
     assert not (tmp_path / "p").exists()
 
 

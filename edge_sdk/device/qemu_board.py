@@ -190,9 +190,13 @@ def list_boards() -> list[dict]:
 
 
 def find_board(model_sha256: str, profile: str | None = None) -> dict | None:
-    """A running board that runs this model (and this profile, when given)."""
+    """A running board of mine (``is_mine``: this checkout's, not another job's) that runs this model (and this
+    profile, when given), for `edge profile` / `flash(reuse=True)` to talk to. Another owner's board is never
+    reused: its serial port takes one client, and its owner may be using it (a benchmark, a test, another
+    checkout's profile) or stop it at any moment."""
     for b in list_boards():
-        if b.get("model_sha256") == model_sha256 and (profile is None or b.get("profile") == profile):
+        if b.get("model_sha256") == model_sha256 and (profile is None or b.get("profile") == profile) \
+                and is_mine(b):
             return b
     return None
 

@@ -777,16 +777,17 @@ class Detector(_ImagePipeline):
             if b == s:
                 raise ModelError(f"{self.name}: boxes and scores cannot both be output {b}")
             return b, s
+        # the flags and the API's option both named: `edge run` / `edge serve` users and Detector callers
+        listed = ", ".join(f"{i} {d['name']!r}" for i, d in enumerate(outs))
+        say = f"(outputs: {listed}; --boxes OUTPUT --scores OUTPUT, or the option outputs={{'boxes': i, 'scores': j}})"
         if len(outs) != 2:
-            raise ModelError(f"{self.name}: {len(outs)} outputs; say which hold boxes and scores "
-                             "(detection option outputs={'boxes': i, 'scores': j})")
+            raise ModelError(f"{self.name}: {len(outs)} outputs; say which hold boxes and scores {say}")
         four = [i for i, d in enumerate(outs) if len(d["shape"]) >= 2 and int(d["shape"][-1]) == 4]
         if len(four) != 1:
             named = [i for i, d in enumerate(outs) if any(k in d["name"].lower() for k in ("box", "regress", "loc"))]
             four = named if len(named) == 1 else []
         if not four:
-            raise ModelError(f"{self.name}: cannot tell the box output from the score output; give "
-                             "outputs={'boxes': i, 'scores': j}")
+            raise ModelError(f"{self.name}: cannot tell the box output from the score output {say}")
         return four[0], 1 - four[0]
 
     def interpret(self, outputs: list[np.ndarray], meta: ImageMeta | None = None) -> list[Detection]:

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from edge_sdk import log
-from edge_sdk.errors import DeviceError, EdgeError, ModelError
+from edge_sdk.errors import DeviceError, ModelError, UsageError
 from edge_sdk.model.types import tensor_nbytes
 from edge_sdk.runtime import op_table
 from edge_sdk.runtime.planner import BUILT_BY, c_memory_min
@@ -896,12 +896,14 @@ def export(model_path, target, fmt: str, out_dir, memory: str = "layer", input_s
     from edge_sdk.runtime.planner import MEMORY_PLANS, choose_plan
 
     if memory not in MEMORY_PLANS:
-        raise EdgeError(f"unknown memory plan {memory!r} (plans: {', '.join(MEMORY_PLANS)})")
+        raise UsageError(f"unknown memory plan {memory!r} (plans: {', '.join(MEMORY_PLANS)})")
     if fmt not in FORMATS:
-        raise EdgeError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
-    out = Path(out_dir)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise EdgeError(f"the output folder {out} exists and is not empty (give a new or empty folder)")
+        raise UsageError(f"unknown export format {fmt!r} (formats: {', '.join(FORMATS)})")
+    out = Path(out_dir)  # -o: a misuse of the command line when it cannot be written (exit 2)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"-o/--output {out} is a file: give a new or empty folder")
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"-o/--output: the output folder {out} exists and is not empty (give a new or empty folder)")
     profile = load_profile(target)
     model_path = shaped_model_path(model_path, input_shapes)  # the file gen_ops and the builds read too
     model_path, uint8_pairs = c_path(model_path)  # legacy UINT8: the model as the C runtime runs it, as INT8

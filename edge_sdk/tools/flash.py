@@ -600,7 +600,10 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     cmd = flash_command(profile, elf, port)
     result.command = cmd
     tool = cmd[0]
-    require_tool(tool, INSTALL_HINTS.get("esptool" if tool.startswith("esptool") else tool, tool))
+    try:
+        require_tool(tool, INSTALL_HINTS.get("esptool" if tool.startswith("esptool") else tool, tool))
+    except DeviceError as exc:  # the build is done: say where it is, for flashing it by hand meanwhile
+        raise DeviceError(f"{exc}; the firmware is built: {elf}") from None
     with log.progress(1, f"flash ({tool})") as bar:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         bar.advance()

@@ -214,7 +214,8 @@ def write_plot(p: OpProfile, path, footer: str | None = None) -> None:
     from PIL.PngImagePlugin import PngInfo
 
     rows = p.rows()
-    unit = p.unit if p.real_time else f"{p.unit}, emulated"
+    # "emulated" once: the profile's unit may say it already ("systick ticks (emulated)" under QEMU)
+    unit = p.unit if p.real_time or "emulated" in p.unit else f"{p.unit}, emulated"
     row, left, top = 18, 230, 44
     width, bar_w = 1000, 1000 - 230 - 150
     height = top + row * max(len(rows), 1) + 64
