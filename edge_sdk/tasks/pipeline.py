@@ -509,6 +509,8 @@ class _ImagePipeline:
     def prepare(self, image) -> tuple[np.ndarray, ImageMeta | None]:
         """An image -> (the model input tensor with batch axis one, where it came from)."""
         want = tuple(int(d) for d in self.input["shape"])
+        if isinstance(image, np.ndarray) and image.dtype == self.input["dtype"] and tuple(image.shape) == want:
+            return to_input(image, self.input, "image tensor"), None  # a uint8 model's own input tensor, batch axis
         if isinstance(image, np.ndarray) and image.dtype != np.uint8:
             if tuple(image.shape) in (want, want[1:]):
                 return to_input(image, self.input, "image tensor"), None
