@@ -182,4 +182,27 @@ def shaped_model_path(path, input_shapes=None, flag: str = FLAG) -> Path:
     return cached_copy("shaped", path.name, shaped)
 
 
-__all__ = ["FLAG", "dynamic_inputs", "require_static_inputs", "shaped_model", "shaped_model_path"]
+__all__ = ["FLAG", "INDEX_RANGE", "dynamic_inputs", "random_input", "require_static_inputs", "shaped_model", "shaped_model_path"]
+
+
+# Random int32 / int64 / uint32 inputs are token ids, positions, indices (a GATHER of an embedding table refuses
+# ids past its rows): drawn from [0, 99], LiteRT's benchmark_model default range for those types
+INDEX_RANGE = (0, 99)
+
+
+def random_input(rng, dtype, shape):
+    """One seeded random input: floats standard normal, int32 / int64 / uint32 in INDEX_RANGE, the other integer
+    types (quantized activations) over their range, bools 0 / 1."""
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind in "iu" and dtype.itemsize >= 4:
+        return rng.integers(INDEX_RANGE[0], INDEX_RANGE[1] + 1, size=shape).astype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(dtype)
+    return np.zeros(shape, dtype)
