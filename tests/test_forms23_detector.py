@@ -10,6 +10,7 @@ TFLM where it runs the graph (float, int8), then `edge run` on an image and on a
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -181,3 +182,19 @@ def test_edge_run_prints_detections(tmp_path, capsys):
     for d, k in zip(found, kept):
         ymin, xmin, ymax, xmax = np.clip(boxes[0, k], 0, 1)
         assert d["box"] == pytest.approx([xmin, ymin, xmax, ymax], abs=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
+                    reason="needs QEMU and the Arm GCC toolchain (qemu-system-arm gcc-arm-none-eabi)")
+@pytest.mark.parametrize("kind", ["FLOAT32", "UINT8"])
+def test_detector_validates_on_the_qemu_board(state, tmp_path, capsys, kind):
+    """`edge profile` flashes the detector to the QEMU board and validates its 4 float outputs against the host
+    (within the printed tolerance); the post-process has its own per-op row."""
+    model = tmp_path / f"det_{kind.lower()}.tflite"
+    model.write_bytes(ssd_model(kind, 16, regular=kind == "UINT8", seed=7))
+    assert main(["profile", str(model), "--target", "qemu-mps2-an386", "--runs", "1", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["validated"] is True and r["mismatches"] == [], r.get("mismatches")
+    assert len(r["float_outputs"]) == 4 and all(f["within"] for f in r["float_outputs"])
+    assert "TFLite_Detection_PostProcess" in json.dumps(r["ops"])
