@@ -198,3 +198,13 @@ def test_detector_validates_on_the_qemu_board(state, tmp_path, capsys, kind):
     assert r["validated"] is True and r["mismatches"] == [], r.get("mismatches")
     assert len(r["float_outputs"]) == 4 and all(f["within"] for f in r["float_outputs"])
     assert "TFLite_Detection_PostProcess" in json.dumps(r["ops"])
+
+
+def test_bench_names_the_custom_op_on_both_backends(tmp_path, capsys):
+    # the C runtime's per-op rows named the post-process "CUSTOM" (its op-name table knows builtin codes only)
+    model = tmp_path / "det.tflite"
+    model.write_bytes(ssd_model("FLOAT32", 16, seed=9))
+    for backend in ("python", "c"):
+        assert main(["bench", str(model), "--backend", backend, "--runs", "2", "--warmup", "1", "--json"]) == 0
+        ops = [row["op"] for row in json.loads(capsys.readouterr().out)["ops"]]
+        assert ops[-1] == "TFLite_Detection_PostProcess" and "CUSTOM" not in ops, (backend, ops)
