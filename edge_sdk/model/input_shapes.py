@@ -201,7 +201,8 @@ def shaped_model_path(path, input_shapes=None, flag: str = FLAG) -> Path:
     return cached_copy("shaped", path.name, shaped)
 
 
-__all__ = ["FLAG", "INDEX_RANGE", "dynamic_inputs", "random_input", "require_static_inputs", "shaped_model", "shaped_model_path"]
+__all__ = ["FLAG", "INDEX_RANGE", "batch_placeholder_note", "dynamic_inputs", "random_input", "require_static_inputs",
+           "shaped_model", "shaped_model_path"]
 
 
 # Random int32 / int64 / uint32 inputs are token ids, positions, indices (a GATHER of an embedding table refuses
