@@ -75,8 +75,10 @@ class _Ssd:
         return y
 
 
-def ssd_model(kind: str = "FLOAT32", size: int = 16, regular: bool = False, seed: int = 0, **options) -> bytes:
-    """The detector on a (1, size, size, 3) image: feature maps size/2 and size/4, (size/2)^2 + (size/4)^2 cells."""
+def ssd_model(kind: str = "FLOAT32", size: int = 16, regular: bool = False, seed: int = 0, output_order=(0, 1, 2, 3),
+              **options) -> bytes:
+    """The detector on a (1, size, size, 3) image: feature maps size/2 and size/4, (size/2)^2 + (size/4)^2 cells;
+    the model lists the post-process's outputs (boxes, classes, scores, count) in ``output_order``."""
     s = _Ssd(kind, seed)
     g = s.g
     image = s.tensor("image", (1, size, size, 3), 1 / 128)
@@ -121,7 +123,7 @@ def ssd_model(kind: str = "FLOAT32", size: int = 16, regular: bool = False, seed
     outs = [g.tensor("detection_boxes", (1, slots, 4)), g.tensor("detection_classes", (1, slots)),
             g.tensor("detection_scores", (1, slots)), g.tensor("num_detections", (1,))]
     g.op("TFLite_Detection_PostProcess", [encodings, scores, anchor_t], outs, custom_options=flex_options(opts))
-    g.output(*outs)
+    g.output(*[outs[k] for k in output_order])
     return write_model(g.build())
 
 
@@ -173,15 +175,32 @@ def test_edge_run_prints_detections(tmp_path, capsys):
     x = image_tensor("UINT8", 16, seed=5)
     np.save(tmp_path / "x.npy", x)
     assert main(["run", str(model), str(tmp_path / "x.npy"), "--json"]) == 0
-    found = json.loads(capsys.readouterr().out)[0]["detections"]
-    boxes, classes, scores, count = peer_outputs(model.read_bytes(), [x], "litert")
+    printed_as_litert_detects(json.loads(capsys.readouterr().out)[0]["detections"], model.read_bytes(), x)
+
+
+@pytest.mark.parametrize("order", [(2, 0, 3, 1), (3, 2, 1, 0)])
+def test_edge_run_finds_the_outputs_in_any_order(tmp_path, capsys, order):
+    # TF2 detection exports list the model's outputs as scores, boxes, count, classes: read by the node's order
+    model = tmp_path / "det.tflite"
+    model.write_bytes(ssd_model("FLOAT32", 16, regular=False, seed=11, output_order=order))
+    x = image_tensor("FLOAT32", 16, seed=12)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["run", str(model), str(tmp_path / "x.npy"), "--json"]) == 0
+    printed_as_litert_detects(json.loads(capsys.readouterr().out)[0]["detections"], model.read_bytes(), x, order)
+
+
+def printed_as_litert_detects(found: list[dict], model: bytes, x: np.ndarray, order=(0, 1, 2, 3)) -> None:
+    """`edge run`'s detections are LiteRT's post-process outputs at or above the default score threshold 0.5 (float
+    runs within 1e-6)."""
+    listed = peer_outputs(model, [x], "litert")
+    boxes, classes, scores, count = (listed[order.index(k)] for k in range(4))
     kept = [k for k in range(int(count[0])) if scores[0, k] >= 0.5]
     assert kept, "no detection above the threshold: a weak case"
     assert [d["class_id"] for d in found] == [int(classes[0, k]) for k in kept]
-    assert [d["score"] for d in found] == pytest.approx([float(scores[0, k]) for k in kept], abs=0)
-    for d, k in zip(found, kept):
+    assert [d["score"] for d in found] == pytest.approx([float(scores[0, k]) for k in kept], abs=1e-6)
+    for d, k in zip(found, kept):  # JSON rounds boxes to 6 decimals
         ymin, xmin, ymax, xmax = np.clip(boxes[0, k], 0, 1)
-        assert d["box"] == pytest.approx([xmin, ymin, xmax, ymax], abs=1e-6)
+        assert d["box"] == pytest.approx([xmin, ymin, xmax, ymax], abs=2e-6)
 
 
 @pytest.mark.slow

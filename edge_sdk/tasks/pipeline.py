@@ -695,6 +695,17 @@ _DETECTION_DEFAULTS = {
 }
 
 
+def postprocess_outputs(model, outputs: list[dict]) -> list[int]:
+    """Positions in ``outputs`` (get_output_details) of the boxes, classes, scores and count: the outputs of a
+    TFLite_Detection_PostProcess node by their place in the node (TF2 detection exports list the model's outputs in
+    another order, e.g. scores, boxes, count, classes), else the model's own order."""
+    where = {int(d["index"]): i for i, d in enumerate(outputs)}
+    for op in model.subgraphs[0].operators:
+        if model.op_name(op) == "TFLite_Detection_PostProcess" and all(t in where for t in op.outputs[:4]):
+            return [where[t] for t in op.outputs[:4]]
+    return [0, 1, 2, 3]
+
+
 class Detector(_ImagePipeline):
     """Image in, boxes out: decode with anchors, then NMS; options as in the module docstring."""
 
@@ -719,6 +730,7 @@ class Detector(_ImagePipeline):
                 raise ModelError(f"{self.name}: 'postprocessed' detection needs 4 outputs (boxes, classes, scores, "
                                  f"count); the model has {len(outs)}")
             self.num_classes = None
+            self.post_order = postprocess_outputs(self.runner.interpreter.model, outs)
             return
         self.box_out, self.score_out = self._pick_outputs(cfg["outputs"])
         bshape = tuple(int(d) for d in outs[self.box_out]["shape"])
@@ -834,7 +846,7 @@ class Detector(_ImagePipeline):
 
     def _postprocessed(self, outputs, meta) -> list[Detection]:
         outs = self.runner.outputs
-        vals = [np.asarray(dequantize(o, d), np.float64) for o, d in zip(outputs, outs)]
+        vals = [np.asarray(dequantize(outputs[i], outs[i]), np.float64) for i in self.post_order]
         boxes, classes, scores, count = vals[0].reshape(-1, 4), vals[1].reshape(-1), vals[2].reshape(-1), vals[3]
         # class ids and the count are whole numbers: rounded, not truncated (a model written elsewhere with an
         # int8 copy of them reads class 1 back as 0.996)
