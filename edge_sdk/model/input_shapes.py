@@ -70,16 +70,17 @@ def dynamic_inputs(model) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
 
 
 def batch_placeholder_note(model, given=None) -> str:
-    """For an error met at the stored shapes: the inputs run at a stored leading size they may not mean (a -1
-    leading axis taken as a batch, module docstring; AudioSpectrogram's [-1, 1] samples are none) and
-    ``given`` (--input-shape) left alone, named with their signature and the flag; "" when there is none."""
+    """For an error met at the stored shapes: the rank-2 inputs [-1, C] run at a stored leading size they may not
+    mean (a -1 leading axis taken as a batch, module docstring; AudioSpectrogram's [-1, 1] samples are none; image
+    and sequence inputs of rank 3 and up lead with a batch) and ``given`` (--input-shape) left alone, named with
+    their signature and the flag; "" when there is none."""
     if given is not None and not isinstance(given, dict):
         return ""
     sg = model.subgraphs[0]
     notes = []
     for t, shown, names in _input_names(model):
         sig = _signature(sg.tensors[t])
-        if -1 in sig and not names & set(given or {}):
+        if len(sig) == 2 and sig[0] < 0 and not names & set(given or {}):
             example = f"{shown}:" + ",".join(f"D{i}" if d < 0 else str(d) for i, d in enumerate(sig))
             notes.append(f"input '{shown}' {_dims(sig)} ran at its stored {_dims(sg.tensors[t].shape)}, its leading "
                          f"-1 taken as a batch; if it is none, give its size: {FLAG} {example}")
