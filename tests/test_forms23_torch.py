@@ -18,6 +18,7 @@ and `edge run` / `edge check` on the block.
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -231,3 +232,17 @@ def test_run_and_check_the_decoder(tmp_path, capsys):
     close([np.array(o["values"], np.float32) for o in printed], theirs, "edge run vs litert")
     assert main(["check", str(model), "--target", "raspberry-pi-4"]) == 0
     assert "RUNS" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")),
+                    reason="needs QEMU and the Arm GCC toolchain (qemu-system-arm gcc-arm-none-eabi)")
+def test_decoder_validates_on_the_qemu_board(state, tmp_path, capsys):
+    # edge profile's random token ids (int64 in [0, 99]) index a 128-row embedding on the board; its prefill
+    # subgraph (and the decode one it carries) run on the Cortex-M4 within the printed float tolerance
+    model = tmp_path / "decoder.tflite"
+    model.write_bytes(decoder_model(vocab=128))
+    assert main(["profile", str(model), "--target", "qemu-mps2-an386", "--runs", "1", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["validated"] is True and r["mismatches"] == [], r.get("mismatches")
+    assert len(r["float_outputs"]) == 3 and all(f["within"] for f in r["float_outputs"])
