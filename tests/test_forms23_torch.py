@@ -246,3 +246,26 @@ def test_decoder_validates_on_the_qemu_board(state, tmp_path, capsys):
     r = json.loads(capsys.readouterr().out)
     assert r["validated"] is True and r["mismatches"] == [], r.get("mismatches")
     assert len(r["float_outputs"]) == 3 and all(f["within"] for f in r["float_outputs"])
+
+
+def test_run_prints_a_feature_output_not_a_top_k(tmp_path, capsys):
+    # an attention block's output (1, HEADS, T, HEAD_DIM) is no vector of class scores: edge run on a .npy printed a
+    # top-5 of its flattened values as "classes"; it prints the output (LiteRT's values), as for an .npz
+    rng = np.random.default_rng(2)
+    g = GraphBuilder("main")
+    b = _Graph(g)
+    x = g.input("x", (1, 5, D))
+    heads = b.transpose(b.reshape(x, (1, 5, HEADS, HEAD_DIM)), [0, 2, 1, 3])
+    scores = b.op("SOFTMAX", [b.op("BATCH_MATMUL", [heads, heads], (1, HEADS, 5, 5), adj_y=True)], (1, HEADS, 5, 5),
+                  beta=1.0)
+    g.output(b.op("BATCH_MATMUL", [scores, heads], (1, HEADS, 5, HEAD_DIM)))
+    model = tmp_path / "attention.tflite"
+    model.write_bytes(write_model(g.build()))
+    feed = rng.standard_normal((1, 5, D)).astype(np.float32)
+    np.save(tmp_path / "x.npy", feed)
+    assert main(["run", str(model), str(tmp_path / "x.npy"), "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)
+    assert "predictions" not in result, result
+    (row,) = result["outputs"]
+    assert row["shape"] == [1, HEADS, 5, HEAD_DIM]
+    close([np.array(row["values"], np.float32)], peer_outputs(model.read_bytes(), [feed], "litert"), "edge run")

@@ -1080,6 +1080,15 @@ def model_task(runner: ModelRunner, task: str | None = None) -> str:
     return "classify"
 
 
+def guessed_tensor_model(runner: ModelRunner, task: str | None) -> bool:
+    """A model guessed a classifier (no task given, no manifest entry) whose one output is no vector of class
+    scores: more than one axis above 1 (an attention block's (1, 4, 5, 4), a feature map). `edge run` prints its
+    outputs for a .npy, as for an .npz, not a top-k of flattened values."""
+    if task or runner.manifest.get("task") or runner.manifest.get("postprocess") or runner.manifest.get("labels"):
+        return False
+    return len(runner.outputs) == 1 and sum(int(d) > 1 for d in runner.outputs[0]["shape"]) > 1
+
+
 def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=None, frontend=None,
                preprocess=None, detection: dict | None = None, num_threads=None,
                backend: str = "python", allow_nonfinite: bool = False,
@@ -1145,6 +1154,10 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
             continue
         if kind == "audio":
             preds = pipe.predict(p, top_k)
+        elif p.lower().endswith(".npy") and labels is None and guessed_tensor_model(runner, task):  # print them all
+            x = fit_input(tensor(p), runner.inputs[0], p)
+            results.append({"input": p, "outputs": _output_rows(runner, runner.run(x))})
+            continue
         elif p.lower().endswith(".npy"):
             if pipe is None:
                 pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k) \
