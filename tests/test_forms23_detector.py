@@ -227,3 +227,45 @@ def test_bench_names_the_custom_op_on_both_backends(tmp_path, capsys):
         assert main(["bench", str(model), "--backend", backend, "--runs", "2", "--warmup", "1", "--json"]) == 0
         ops = [row["op"] for row in json.loads(capsys.readouterr().out)["ops"]]
         assert ops[-1] == "TFLite_Detection_PostProcess" and "CUSTOM" not in ops, (backend, ops)
+
+
+@pytest.mark.parametrize("stored", ["FLOAT16", "INT8", "input"])
+def test_anchors_computed_at_run_time(runtime, stored):
+    # float16 / int8-converted models keep the anchors as a quantized constant behind DEQUANTIZE (LiteRT reads
+    # anchors at invoke); the Python interpreter refused them as "computed at run time"
+    anchors = grid_anchors([4, 2])
+    n = anchors.shape[0]
+    g = GraphBuilder()
+    enc, cls = g.input("box_encodings", (1, n, 4)), g.input("class_scores", (1, n, CLASSES + 1))
+    if stored == "input":
+        anchor_t = g.input("anchors", (n, 4))
+    else:
+        q = g.constant("anchors_fp16", anchors.astype(np.float16)) if stored == "FLOAT16" else g.constant(
+            "anchors_int8", np.round(anchors * 127).astype(np.int8), scale=1 / 127, zero_point=0)
+        anchor_t = g.tensor("anchors", (n, 4))
+        g.op("DEQUANTIZE", [q], [anchor_t])
+    outs = [g.tensor("boxes", (1, 6, 4)), g.tensor("classes", (1, 6)), g.tensor("scores", (1, 6)),
+            g.tensor("count", (1,))]
+    opts = dict(max_detections=6, max_classes_per_detection=1, detections_per_class=3, use_regular_nms=True,
+                nms_score_threshold=0.3, nms_iou_threshold=0.5, num_classes=CLASSES, y_scale=10.0, x_scale=10.0,
+                h_scale=5.0, w_scale=5.0)
+    g.op("TFLite_Detection_PostProcess", [enc, cls, anchor_t], outs, custom_options=flex_options(opts))
+    g.output(*outs)
+    model = write_model(g.build())
+    rng = np.random.default_rng(len(stored))
+    feeds = [rng.standard_normal((1, n, 4)).astype(np.float32), rng.random((1, n, CLASSES + 1)).astype(np.float32)]
+    feeds += [anchors] if stored == "input" else []
+    if stored == "input" and runtime == "c":  # the C kernel reads anchors at prepare: refused, naming why
+        from edge_sdk.errors import UnsupportedOpError
+        from tests.oprunner import refused_on
+
+        refused_on(runtime, model, feeds, UnsupportedOpError, "anchors computed at run time")
+        return
+    same_detections(run_on(runtime, model, feeds), peer_outputs(model, feeds, "litert"), True, f"{runtime} {stored}")
+    if stored == "input":  # a negative height fails the invoke, naming the node (LiteRT: invalid boxes)
+        from edge_sdk.errors import DataError
+        from tests.oprunner import refused_on
+
+        bad = anchors.copy()
+        bad[3, 2] = -0.1
+        refused_on(runtime, model, feeds[:2] + [bad], DataError, "TFLite_Detection_PostProcess.*negative")
