@@ -2,7 +2,9 @@
  * twin edge_sdk/runtime/kernels/detection.py says the algorithm, its options and tie rules.
  *  inputs: box encodings [1, N, >= 4] FLOAT32 (anchors FLOAT32) or UINT8 (anchors UINT8; or INT8 with INT8
  *          anchors: a legacy uint8 model as edge_sdk/runtime/uint8.py presents it), class predictions
- *          [1, N, C_bg] FLOAT32 / UINT8 / INT8, anchors [N, 4] constant (h, w >= 0: every decoded box valid)
+ *          [1, N, C_bg] FLOAT32 / UINT8 / INT8, anchors [N, 4] (h, w >= 0: every decoded box valid): a constant
+ *          read once at prepare, else (a DEQUANTIZE the loader did not fold, an input) read at every invoke, as
+ *          LiteRT reads them
  *  outputs (FLOAT32): boxes [1, D, 4], classes [1, D], scores [1, D], num_detections [1]; D = max_detections *
  *          max_classes_per_detection; slots nothing fills are 0.
  * Decoding in double (libm exp), rounded to float32; IoU in float32; stable merge sorts (ties in anchor order).
@@ -14,14 +16,15 @@
 #include "edge_kernel.h"
 #include "../edge_flexbuffers.h"
 
-EDGE_CUSTOM_KERNEL("TFLite_Detection_PostProcess", detection_postprocess, 1, "FLOAT32 UINT8 INT8", "scores FLOAT32/UINT8/INT8; constant anchors")
+EDGE_CUSTOM_KERNEL("TFLite_Detection_PostProcess", detection_postprocess, 1, "FLOAT32 UINT8 INT8", "scores FLOAT32/UINT8/INT8")
 
 typedef struct {
     int32_t n, with_background, num_classes, label_offset, max_det, per_anchor, per_class, categories, regular;
     int32_t enc_width, enc_type, cls_type, enc_zp, cls_zp;
     float enc_scale, cls_scale, score_t, iou_t;
     float scale_y, scale_x, scale_h, scale_w;
-    const float *anchors;     /* [N, 4] float32 (persistent: dequantized when UINT8) */
+    const float *anchors;     /* [N, 4] float32 (persistent: dequantized when UINT8); NULL: read at eval */
+    int32_t anchor_buf;       /* scratch [N, 4] float32 for anchors read at eval */
     int32_t boxes, scores, column, order, tmp, active, selected, kept_score, kept_index, ranked;
 } dp_data_t;
 
@@ -40,6 +43,21 @@ static edge_status_t dp_number(edge_ctx_t *ctx, const efb_map_t *m, const char *
 }
 
 static int dp_int_ok(double v) { return v >= -2147483648.0 && v <= 2147483647.0; }
+
+/* anchors [n, 4] as float32 into out ((q - zp) * scale when quantized); the first anchor with a negative (or NaN)
+ * height or width (its element: 4 * anchor + 2 or 3), else -1. */
+static int32_t dp_anchors(const edge_tensor_t *anc, int32_t n, float *out) {
+    int32_t k;
+    for (k = 0; k < 4 * n; k++)
+        out[k] = anc->type == EDGE_UINT8  ? ((float)((const uint8_t *)anc->data)[k] - (float)anc->zero_point) * anc->scale
+                 : anc->type == EDGE_INT8 ? ((float)((const int8_t *)anc->data)[k] - (float)anc->zero_point) * anc->scale
+                                          : ((const float *)anc->data)[k];
+    for (k = 0; k < n; k++) {
+        if (!(out[4 * k + 2] >= 0.0f)) return 4 * k + 2;
+        if (!(out[4 * k + 3] >= 0.0f)) return 4 * k + 3;
+    }
+    return -1;
+}
 
 edge_status_t edge_prepare_detection_postprocess(edge_node_t *node, edge_ctx_t *ctx) {
     static const char *const keys[] = {"max_detections", "max_classes_per_detection", "num_classes",
@@ -74,7 +92,6 @@ edge_status_t edge_prepare_detection_postprocess(edge_node_t *node, edge_ctx_t *
     if (cls->rank != 3 || cls->dims[0] != 1 || cls->dims[1] != n)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "class predictions must be [1, num_boxes, classes]");
     if (anc->rank != 2 || anc->dims[0] != n || anc->dims[1] != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "anchors must be [num_boxes, 4]");
-    if (!anc->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "anchors computed at run time (only constant anchors)");
     for (k = 0; k < 3; k++)
         if (!dp_int_ok(v[k])) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "an integer option is outside int32");
     if (!dp_int_ok(per_class)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "detections_per_class is outside int32");
@@ -117,16 +134,14 @@ edge_status_t edge_prepare_detection_postprocess(edge_node_t *node, edge_ctx_t *
     d->enc_zp = enc->zero_point;
     d->cls_scale = cls->scale;
     d->cls_zp = cls->zero_point;
-    anchors = (float *)edge_alloc_persistent(ctx, sizeof(float) * 4 * (size_t)(n > 0 ? n : 1));
-    if (!anchors) return EDGE_ARENA_TOO_SMALL;
-    for (k = 0; k < 4 * n; k++)
-        anchors[k] = anc->type == EDGE_UINT8  ? ((float)((const uint8_t *)anc->data)[k] - (float)anc->zero_point) * anc->scale
-                     : anc->type == EDGE_INT8 ? ((float)((const int8_t *)anc->data)[k] - (float)anc->zero_point) * anc->scale
-                                              : ((const float *)anc->data)[k];
-    for (k = 0; k < n; k++)
-        if (!(anchors[4 * k + 2] >= 0.0f && anchors[4 * k + 3] >= 0.0f))
+    d->anchors = NULL;
+    if (anc->is_const) {
+        anchors = (float *)edge_alloc_persistent(ctx, sizeof(float) * 4 * (size_t)(n > 0 ? n : 1));
+        if (!anchors) return EDGE_ARENA_TOO_SMALL;
+        if (dp_anchors(anc, n, anchors) >= 0)
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "anchors have a negative (or NaN) height or width");
-    d->anchors = anchors;
+        d->anchors = anchors;
+    }
     for (k = 0; k < 4; k++)
         if (edge_out(ctx, node, k)->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "outputs must be FLOAT32");
     {
@@ -140,7 +155,8 @@ edge_status_t edge_prepare_detection_postprocess(edge_node_t *node, edge_ctx_t *
             (s = edge_request_scratch(ctx, node, sizeof(int32_t) * nn, &d->selected)) != EDGE_OK ||
             (s = edge_request_scratch(ctx, node, sizeof(float) * kept, &d->kept_score)) != EDGE_OK ||
             (s = edge_request_scratch(ctx, node, sizeof(int32_t) * kept, &d->kept_index)) != EDGE_OK ||
-            (s = edge_request_scratch(ctx, node, sizeof(int32_t) * nn * (size_t)(d->categories > 0 ? d->categories : 1), &d->ranked)) != EDGE_OK)
+            (s = edge_request_scratch(ctx, node, sizeof(int32_t) * nn * (size_t)(d->categories > 0 ? d->categories : 1), &d->ranked)) != EDGE_OK ||
+            (s = edge_request_scratch(ctx, node, sizeof(float) * 4 * (d->anchors ? 1 : nn), &d->anchor_buf)) != EDGE_OK)
             return s;
     }
     slots = d->max_det * d->per_anchor;
@@ -212,10 +228,20 @@ void edge_eval_detection_postprocess(const edge_node_t *node, edge_ctx_t *ctx) {
     float *out_scores = (float *)edge_out(ctx, node, 2)->data, *out_count = (float *)edge_out(ctx, node, 3)->data;
     const int32_t n = d->n, cb = d->with_background, nc = d->num_classes, slots = d->max_det * d->per_anchor;
     int32_t i, c, k, count = 0;
+    const float *anchors = d->anchors;
+    if (!anchors) { /* anchors computed at run time: read now, as LiteRT reads them */
+        float *buf = (float *)edge_scratch(ctx, node, d->anchor_buf);
+        const int32_t bad = dp_anchors(edge_in(ctx, node, 2), n, buf);
+        if (bad >= 0) {
+            EDGE_EVAL_BAD_INPUT(ctx, node, 2, bad, -1, "anchors have a negative (or NaN) height or width");
+            return;
+        }
+        anchors = buf;
+    }
     /* decode: (y, x, h, w) against the anchors, in double */
     for (i = 0; i < n; i++) {
         float e[4];
-        const float *a = d->anchors + 4 * i;
+        const float *a = anchors + 4 * i;
         double yc, xc, hh, hw;
         for (k = 0; k < 4; k++)
             e[k] = d->enc_type == EDGE_UINT8
