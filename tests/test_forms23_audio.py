@@ -198,3 +198,12 @@ def test_a_leading_minus_one_that_is_no_batch_is_named(tmp_path, capsys):
     logits = resized_outputs(model.read_bytes(), x, "litert")[0].astype(np.float64)
     want = np.sort(np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum())[::-1]
     np.testing.assert_allclose(scores, want, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("build,shapes", [(logmel_model, {"waveform": (1, 1600)}), (mfcc_model, {"audio": (1000, 1)})])
+def test_check_both_front_ends_on_a_pi_and_a_microcontroller(build, shapes):
+    from edge_sdk.targets.check import RUNS, check_model
+
+    for target in ("raspberry-pi-4", "stm32f746-disco"):
+        r = check_model(build(), target, stack=False, input_shapes=shapes)
+        assert r.verdict == RUNS, (target, r.problems)

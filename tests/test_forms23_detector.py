@@ -263,3 +263,15 @@ def test_anchors_computed_at_run_time(runtime, stored):
         bad = anchors.copy()
         bad[3, 2] = -0.1
         refused_on(runtime, model, feeds[:2] + [bad], DataError, "TFLite_Detection_PostProcess.*(negative|value)")
+
+
+@pytest.mark.parametrize("kind", ["FLOAT32", "INT8", "UINT8"])
+def test_check_on_a_pi_and_a_microcontroller(kind):
+    # `edge check` on both kinds of target: RUNS, the arena measured by the runtime that runs it there
+    from edge_sdk.targets.check import RUNS, check_model
+
+    model = ssd_model(kind, 16, regular=kind == "INT8", seed=13)
+    for target in ("raspberry-pi-4", "stm32f746-disco"):
+        r = check_model(model, target, stack=False)
+        assert r.verdict == RUNS, (target, r.problems)
+        assert r.arena_bytes > 0

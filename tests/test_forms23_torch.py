@@ -269,3 +269,10 @@ def test_run_prints_a_feature_output_not_a_top_k(tmp_path, capsys):
     (row,) = result["outputs"]
     assert row["shape"] == [1, HEADS, 5, HEAD_DIM]
     close([np.array(row["values"], np.float32)], peer_outputs(model.read_bytes(), [feed], "litert"), "edge run")
+
+
+def test_check_the_decoder_on_a_microcontroller():
+    from edge_sdk.targets.check import RUNS, check_model
+
+    r = check_model(decoder_model(vocab=128), "stm32f746-disco", stack=False)
+    assert r.verdict == RUNS, r.problems
