@@ -276,3 +276,26 @@ def test_check_the_decoder_on_a_microcontroller():
 
     r = check_model(decoder_model(vocab=128), "stm32f746-disco", stack=False)
     assert r.verdict == RUNS, r.problems
+
+
+def test_run_prints_an_image_models_raw_candidates(tmp_path, capsys):
+    # a YOLO-style export: one output (1, 4 + classes, candidates), no post-process op; on an image edge run printed
+    # a top-5 of its flattened values as classes
+    from PIL import Image
+
+    rng = np.random.default_rng(3)
+    g = GraphBuilder("main")
+    b = _Graph(g)
+    x = g.input("images", (1, 3, 16, 16))
+    nhwc = b.transpose(x, [0, 2, 3, 1])
+    kernel = (rng.standard_normal((9, 4, 4, 3)) * 0.2).astype(np.float32)
+    y = b.op("CONV_2D", [nhwc, b.const(kernel), b.const(np.zeros(9, np.float32))], (1, 4, 4, 9), padding="VALID",
+             stride_w=4, stride_h=4)
+    g.output(b.transpose(b.reshape(y, (1, 16, 9)), [0, 2, 1]))  # (1, 9, 16): 4 box values + 5 classes, 16 cells
+    model = tmp_path / "yolo_like.tflite"
+    model.write_bytes(write_model(g.build()))
+    photo = tmp_path / "photo.png"
+    Image.fromarray((rng.random((16, 16, 3)) * 255).astype(np.uint8)).save(photo)
+    assert main(["run", str(model), str(photo), "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)
+    assert "predictions" not in result and result["outputs"][0]["shape"] == [1, 9, 16], result.keys()

@@ -1082,8 +1082,9 @@ def model_task(runner: ModelRunner, task: str | None = None) -> str:
 
 def guessed_tensor_model(runner: ModelRunner, task: str | None) -> bool:
     """A model guessed a classifier (no task given, no manifest entry) whose one output is no vector of class
-    scores: more than one axis above 1 (an attention block's (1, 4, 5, 4), a feature map). `edge run` prints its
-    outputs for a .npy, as for an .npz, not a top-k of flattened values."""
+    scores: more than one axis above 1 (an attention block's (1, 4, 5, 4), a feature map, YOLO's (1, 84, 8400)
+    candidates). `edge run` prints its output for a .npy or an image, as for an .npz, not a top-k of flattened
+    values."""
     if task or runner.manifest.get("task") or runner.manifest.get("postprocess") or runner.manifest.get("labels"):
         return False
     return len(runner.outputs) == 1 and sum(int(d) > 1 for d in runner.outputs[0]["shape"]) > 1
@@ -1154,8 +1155,11 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
             continue
         if kind == "audio":
             preds = pipe.predict(p, top_k)
-        elif p.lower().endswith(".npy") and labels is None and guessed_tensor_model(runner, task):  # print them all
-            x = fit_input(tensor(p), runner.inputs[0], p)
+        elif labels is None and guessed_tensor_model(runner, task):  # no class scores: print the output
+            if p.lower().endswith(".npy"):
+                x = fit_input(tensor(p), runner.inputs[0], p)
+            else:
+                x, _ = _ImagePipeline(runner.interpreter, preprocess).prepare(p)
             results.append({"input": p, "outputs": _output_rows(runner, runner.run(x))})
             continue
         elif p.lower().endswith(".npy"):
