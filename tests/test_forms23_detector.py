@@ -275,3 +275,36 @@ def test_check_on_a_pi_and_a_microcontroller(kind):
         r = check_model(model, target, stack=False)
         assert r.verdict == RUNS, (target, r.problems)
         assert r.arena_bytes > 0
+
+
+@pytest.mark.parametrize("regular", [True, False])
+@pytest.mark.parametrize("seed,zero_area", [(1, False), (2, False), (3, True), (4, True)])
+def test_nms_selection_on_crowded_tied_candidates(runtime, regular, seed, zero_area):
+    # many anchors around a few centres (heavy suppression), scores on 6 levels (ties everywhere), and with
+    # zero_area some anchors of height or width 0 (IoU 0; TFLM fails such an invoke: LiteRT only): the C runtime
+    # takes candidates best first from a heap and compares each with the boxes kept so far, LiteRT sorts them all
+    # and deactivates; the selection must be the same, slot for slot
+    rng = np.random.default_rng(seed)
+    n, classes = 300, 7
+    centres = rng.random((5, 2))
+    sides = [0.0, 0.1, 0.2, 0.3] if zero_area else [0.05, 0.1, 0.2, 0.3]
+    anchors = np.concatenate([centres[rng.integers(0, 5, n)] + rng.normal(0, 0.03, (n, 2)),
+                              rng.choice(sides, (n, 2), p=[0.1, 0.3, 0.3, 0.3])], 1).astype(np.float32)
+    g = GraphBuilder()
+    enc, cls = g.input("box_encodings", (1, n, 4)), g.input("class_scores", (1, n, classes + 1))
+    max_det = 12
+    outs = [g.tensor("boxes", (1, max_det, 4)), g.tensor("classes", (1, max_det)), g.tensor("scores", (1, max_det)),
+            g.tensor("count", (1,))]
+    opts = dict(max_detections=max_det, max_classes_per_detection=1, detections_per_class=8, use_regular_nms=regular,
+                nms_score_threshold=0.2, nms_iou_threshold=0.4, num_classes=classes, y_scale=10.0, x_scale=10.0,
+                h_scale=5.0, w_scale=5.0)
+    g.op("TFLite_Detection_PostProcess", [enc, cls, g.constant("anchors", anchors)], outs,
+         custom_options=flex_options(opts))
+    g.output(*outs)
+    model = write_model(g.build())
+    feeds = [(rng.standard_normal((1, n, 4)) * 0.5).astype(np.float32),
+             rng.choice(np.linspace(0.1, 0.9, 6, dtype=np.float32), (1, n, classes + 1))]
+    ours = run_on(runtime, model, feeds)
+    for peer in ("litert",) if zero_area else ("litert", "tflm"):
+        same_detections(ours, peer_outputs(model, feeds, peer), True, f"{runtime} vs {peer}")
+    assert int(ours[3][0]) == max_det
