@@ -76,9 +76,10 @@ class _Ssd:
 
 
 def ssd_model(kind: str = "FLOAT32", size: int = 16, regular: bool = False, seed: int = 0, output_order=(0, 1, 2, 3),
-              **options) -> bytes:
+              raw_scores: bool = False, **options) -> bytes:
     """The detector on a (1, size, size, 3) image: feature maps size/2 and size/4, (size/2)^2 + (size/4)^2 cells;
-    the model lists the post-process's outputs (boxes, classes, scores, count) in ``output_order``."""
+    the model lists the post-process's outputs (boxes, classes, scores, count) in ``output_order``, after the raw
+    class scores with ``raw_scores``."""
     s = _Ssd(kind, seed)
     g = s.g
     image = s.tensor("image", (1, size, size, 3), 1 / 128)
@@ -123,7 +124,7 @@ def ssd_model(kind: str = "FLOAT32", size: int = 16, regular: bool = False, seed
     outs = [g.tensor("detection_boxes", (1, slots, 4)), g.tensor("detection_classes", (1, slots)),
             g.tensor("detection_scores", (1, slots)), g.tensor("num_detections", (1,))]
     g.op("TFLite_Detection_PostProcess", [encodings, scores, anchor_t], outs, custom_options=flex_options(opts))
-    g.output(*[outs[k] for k in output_order])
+    g.output(*([scores] if raw_scores else []), *[outs[k] for k in output_order])
     return write_model(g.build())
 
 
@@ -178,21 +179,23 @@ def test_edge_run_prints_detections(tmp_path, capsys):
     printed_as_litert_detects(json.loads(capsys.readouterr().out)[0]["detections"], model.read_bytes(), x)
 
 
-@pytest.mark.parametrize("order", [(2, 0, 3, 1), (3, 2, 1, 0)])
-def test_edge_run_finds_the_outputs_in_any_order(tmp_path, capsys, order):
-    # TF2 detection exports list the model's outputs as scores, boxes, count, classes: read by the node's order
+@pytest.mark.parametrize("order,raw", [((2, 0, 3, 1), False), ((3, 2, 1, 0), False), ((1, 3, 0, 2), True)])
+def test_edge_run_finds_the_outputs_in_any_order(tmp_path, capsys, order, raw):
+    # TF2 detection exports list the model's outputs as scores, boxes, count, classes (some the raw class scores
+    # too, 5 outputs): read by the node's order
     model = tmp_path / "det.tflite"
-    model.write_bytes(ssd_model("FLOAT32", 16, regular=False, seed=11, output_order=order))
+    model.write_bytes(ssd_model("FLOAT32", 16, regular=False, seed=11, output_order=order, raw_scores=raw))
     x = image_tensor("FLOAT32", 16, seed=12)
     np.save(tmp_path / "x.npy", x)
     assert main(["run", str(model), str(tmp_path / "x.npy"), "--json"]) == 0
-    printed_as_litert_detects(json.loads(capsys.readouterr().out)[0]["detections"], model.read_bytes(), x, order)
+    found = json.loads(capsys.readouterr().out)[0]["detections"]
+    printed_as_litert_detects(found, model.read_bytes(), x, order, skip=int(raw))
 
 
-def printed_as_litert_detects(found: list[dict], model: bytes, x: np.ndarray, order=(0, 1, 2, 3)) -> None:
+def printed_as_litert_detects(found: list[dict], model: bytes, x: np.ndarray, order=(0, 1, 2, 3), skip=0) -> None:
     """`edge run`'s detections are LiteRT's post-process outputs at or above the default score threshold 0.5 (float
     runs within 1e-6)."""
-    listed = peer_outputs(model, [x], "litert")
+    listed = peer_outputs(model, [x], "litert")[skip:]  # ``skip`` outputs listed before the post-process's
     boxes, classes, scores, count = (listed[order.index(k)] for k in range(4))
     kept = [k for k in range(int(count[0])) if scores[0, k] >= 0.5]
     assert kept, "no detection above the threshold: a weak case"

@@ -695,15 +695,15 @@ _DETECTION_DEFAULTS = {
 }
 
 
-def postprocess_outputs(model, outputs: list[dict]) -> list[int]:
+def postprocess_outputs(model, outputs: list[dict]) -> list[int] | None:
     """Positions in ``outputs`` (get_output_details) of the boxes, classes, scores and count: the outputs of a
     TFLite_Detection_PostProcess node by their place in the node (TF2 detection exports list the model's outputs in
-    another order, e.g. scores, boxes, count, classes), else the model's own order."""
+    another order, e.g. scores, boxes, count, classes; some list the raw predictions too), else None."""
     where = {int(d["index"]): i for i, d in enumerate(outputs)}
     for op in model.subgraphs[0].operators:
         if model.op_name(op) == "TFLite_Detection_PostProcess" and all(t in where for t in op.outputs[:4]):
             return [where[t] for t in op.outputs[:4]]
-    return [0, 1, 2, 3]
+    return None
 
 
 class Detector(_ImagePipeline):
@@ -719,18 +719,19 @@ class Detector(_ImagePipeline):
         self.config = cfg
         outs = self.runner.outputs
         fmt = cfg["format"]
+        node_order = postprocess_outputs(self.runner.interpreter.model, outs)
         if fmt is None:
             fmt = "ssd" if (cfg["anchors"] is not None or cfg["ssd_anchors"]) else (
-                "postprocessed" if len(outs) == 4 and not cfg["outputs"] else "boxes")
+                "postprocessed" if (node_order or len(outs) == 4) and not cfg["outputs"] else "boxes")
         if fmt not in ("ssd", "boxes", "postprocessed"):
             raise ModelError(f"{self.name}: detection format must be ssd, boxes or postprocessed, not {fmt!r}")
         self.format = fmt
         if fmt == "postprocessed":
-            if len(outs) != 4:
+            if node_order is None and len(outs) != 4:
                 raise ModelError(f"{self.name}: 'postprocessed' detection needs 4 outputs (boxes, classes, scores, "
                                  f"count); the model has {len(outs)}")
             self.num_classes = None
-            self.post_order = postprocess_outputs(self.runner.interpreter.model, outs)
+            self.post_order = node_order or [0, 1, 2, 3]
             return
         self.box_out, self.score_out = self._pick_outputs(cfg["outputs"])
         bshape = tuple(int(d) for d in outs[self.box_out]["shape"])
@@ -1076,6 +1077,8 @@ def model_task(runner: ModelRunner, task: str | None = None) -> str:
         return "audio"
     outs = runner.outputs
     if len(outs) == 4 or (len(outs) == 2 and all(len(d["shape"]) == 3 for d in outs)):
+        return "detect"
+    if postprocess_outputs(runner.interpreter.model, outs) is not None:  # its outputs besides others
         return "detect"
     return "classify"
 
