@@ -1600,6 +1600,23 @@ def _names_another_file(args, model_label: str, message: str, data_error: bool) 
     return data_error and any(message.startswith(f"{f}:") or message.startswith(f"{f}[") for f in files)
 
 
+def _placeholder_note(args, exc) -> str:
+    """A model error met while an input with a leading -1 ran at its stored size (a batch by the convention of
+    input_shapes): the note naming it and --input-shape (an audio input [-1, 1] is samples, not a batch)."""
+    path = getattr(args, "model", None)
+    if isinstance(path, list) and len(path) == 1:  # edge bench MODEL [MODEL ...]
+        path = path[0]
+    if not isinstance(exc, ModelError) or not isinstance(path, str) or not path.lower().endswith(".tflite"):
+        return ""
+    try:
+        from edge_sdk.model import read_model
+        from edge_sdk.model.input_shapes import batch_placeholder_note
+
+        return batch_placeholder_note(read_model(_model_bytes(path)), _input_shapes(getattr(args, "input_shape", None)))
+    except Exception:  # noqa: BLE001 - the note is a courtesy: the error itself is what is reported
+        return ""
+
+
 def _main(argv: list[str]) -> int:
     as_json = _JSON_ERRORS.get()
     try:
@@ -1635,7 +1652,7 @@ def _main(argv: list[str]) -> int:
         message = str(exc)
         if isinstance(exc, OSError) and exc.filename:
             message = f"{exc.strerror}: {exc.filename}"
-        message = _naming_the_model(args, exc, message)
+        message = _naming_the_model(args, exc, message) + _placeholder_note(args, exc)
         return _report_error(args.command, f"error: {message}", errors.error_kind(exc), _exit_code(exc), as_json)
     except Exception as exc:  # noqa: BLE001 - a bug of ours: one line, the traceback only with -vv
         if args.verbose >= 2:

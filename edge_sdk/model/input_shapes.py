@@ -10,7 +10,9 @@ that). The command line tools do not guess: a -1 without a given shape stops bef
 input, its signature and the flag, instead of a kernel error at the placeholder shape. One exception, the
 convention of TF / Keras exports and of `edge convert` (a dynamic batch alone becomes 1): a -1 in the leading
 (batch) axis of an input of rank >= 2 runs at its stored size (hello_world's [-1, 1] at [1, 1]); every other -1
-(a time, length or image axis, whose stored size is only a placeholder) needs its shape.
+(a time, length or image axis, whose stored size is only a placeholder) needs its shape. A model error met at a
+stored leading size (AudioSpectrogram's [-1, 1] is samples, not a batch) names that input and the flag to give
+(``batch_placeholder_note``, appended by the CLI).
 
 ``input_shapes``: ``{name: shape}`` or one bare shape for a one-input model (``cli._input_shapes`` builds it from
 the flags). A name is an input tensor's name or its SignatureDef name (subgraph 0's signature). A given shape must
@@ -65,6 +67,24 @@ def dynamic_inputs(model) -> list[tuple[str, tuple[int, ...], tuple[int, ...]]]:
     sg = model.subgraphs[0]
     return [(shown, _signature(sg.tensors[t]), tuple(sg.tensors[t].shape))
             for t, shown, _ in _input_names(model) if _needs_shape(_signature(sg.tensors[t]))]
+
+
+def batch_placeholder_note(model, given=None) -> str:
+    """For an error met at the stored shapes: the rank-2 inputs [-1, C] run at a stored leading size they may not
+    mean (a -1 leading axis taken as a batch, module docstring; AudioSpectrogram's [-1, 1] samples are none; image
+    and sequence inputs of rank 3 and up lead with a batch) and ``given`` (--input-shape) left alone, named with
+    their signature and the flag; "" when there is none."""
+    if given is not None and not isinstance(given, dict):
+        return ""
+    sg = model.subgraphs[0]
+    notes = []
+    for t, shown, names in _input_names(model):
+        sig = _signature(sg.tensors[t])
+        if len(sig) == 2 and sig[0] < 0 and not names & set(given or {}):
+            example = f"{shown}:" + ",".join(f"D{i}" if d < 0 else str(d) for i, d in enumerate(sig))
+            notes.append(f"input '{shown}' {_dims(sig)} ran at its stored {_dims(sg.tensors[t].shape)}, its leading "
+                         f"-1 taken as a batch; if it is none, give its size: {FLAG} {example}")
+    return f" ({'; '.join(notes)})" if notes else ""
 
 
 def _example(name: str, sig) -> str:
@@ -182,4 +202,28 @@ def shaped_model_path(path, input_shapes=None, flag: str = FLAG) -> Path:
     return cached_copy("shaped", path.name, shaped)
 
 
-__all__ = ["FLAG", "dynamic_inputs", "require_static_inputs", "shaped_model", "shaped_model_path"]
+__all__ = ["FLAG", "INDEX_RANGE", "batch_placeholder_note", "dynamic_inputs", "random_input", "require_static_inputs",
+           "shaped_model", "shaped_model_path"]
+
+
+# Random int32 / int64 / uint32 inputs are token ids, positions, indices (a GATHER of an embedding table refuses
+# ids past its rows): drawn from [0, 99], LiteRT's benchmark_model default range for those types
+INDEX_RANGE = (0, 99)
+
+
+def random_input(rng, dtype, shape):
+    """One seeded random input: floats standard normal, int32 / int64 / uint32 in INDEX_RANGE, the other integer
+    types (quantized activations) over their range, bools 0 / 1."""
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind in "iu" and dtype.itemsize >= 4:
+        return rng.integers(INDEX_RANGE[0], INDEX_RANGE[1] + 1, size=shape).astype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dtype)
+    if dtype.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(dtype)
+    return np.zeros(shape, dtype)

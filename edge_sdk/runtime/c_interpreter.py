@@ -793,8 +793,10 @@ class CInterpreter(Interpreter, backend="c"):
         k = 0
         while self._lib.edge_host_trace(self._interp, k, ctypes.byref(s), ctypes.byref(n), ctypes.byref(op),
                                         ctypes.byref(ticks)) == 0:
-            out.append(dict(subgraph=s.value, node=n.value, op=self._lib.edge_op_name(op.value).decode(),
-                            ns=ticks.value))
+            name = self._lib.edge_op_name(op.value).decode()
+            if name == "CUSTOM":  # the C table names builtin codes only: a custom op by its custom_code, as Python
+                name = self.model.op_name(self.model.subgraphs[s.value].operators[n.value])
+            out.append(dict(subgraph=s.value, node=n.value, op=name, ns=ticks.value))
             k += 1
         return out
 

@@ -329,7 +329,7 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'SignalRfft': (('INT16',), -1, 'int16 fixed-point FFT only'),
     'SignalWindow': (('INT16',), -1, ''),
     'TANH': (('FLOAT32', 'INT8', 'INT16'), -1, 'INT16: zero points 0, output scale 2^-15'),
-    'TFLite_Detection_PostProcess': (('FLOAT32', 'UINT8', 'INT8'), -1, 'scores FLOAT32/UINT8/INT8; constant anchors'),
+    'TFLite_Detection_PostProcess': (('FLOAT32', 'UINT8', 'INT8'), -1, 'scores FLOAT32/UINT8/INT8'),
     'TILE': (('FLOAT32', 'FLOAT16', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL', 'UINT32', 'UINT16'), -1, ''),
     'TOPK_V2': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64'), -1, 'last axis; k a constant INT32/INT16 scalar; INT32 or INT16 indices'),
     'TRANSPOSE': (('FLOAT32', 'FLOAT16', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL', 'UINT32', 'UINT16'), -1, ''),

@@ -509,6 +509,8 @@ class _ImagePipeline:
     def prepare(self, image) -> tuple[np.ndarray, ImageMeta | None]:
         """An image -> (the model input tensor with batch axis one, where it came from)."""
         want = tuple(int(d) for d in self.input["shape"])
+        if isinstance(image, np.ndarray) and image.dtype == self.input["dtype"] and tuple(image.shape) == want:
+            return to_input(image, self.input, "image tensor"), None  # a uint8 model's own input tensor, batch axis
         if isinstance(image, np.ndarray) and image.dtype != np.uint8:
             if tuple(image.shape) in (want, want[1:]):
                 return to_input(image, self.input, "image tensor"), None
@@ -693,6 +695,17 @@ _DETECTION_DEFAULTS = {
 }
 
 
+def postprocess_outputs(model, outputs: list[dict]) -> list[int] | None:
+    """Positions in ``outputs`` (get_output_details) of the boxes, classes, scores and count: the outputs of a
+    TFLite_Detection_PostProcess node by their place in the node (TF2 detection exports list the model's outputs in
+    another order, e.g. scores, boxes, count, classes; some list the raw predictions too), else None."""
+    where = {int(d["index"]): i for i, d in enumerate(outputs)}
+    for op in model.subgraphs[0].operators:
+        if model.op_name(op) == "TFLite_Detection_PostProcess" and all(t in where for t in op.outputs[:4]):
+            return [where[t] for t in op.outputs[:4]]
+    return None
+
+
 class Detector(_ImagePipeline):
     """Image in, boxes out: decode with anchors, then NMS; options as in the module docstring."""
 
@@ -706,17 +719,19 @@ class Detector(_ImagePipeline):
         self.config = cfg
         outs = self.runner.outputs
         fmt = cfg["format"]
+        node_order = postprocess_outputs(self.runner.interpreter.model, outs)
         if fmt is None:
             fmt = "ssd" if (cfg["anchors"] is not None or cfg["ssd_anchors"]) else (
-                "postprocessed" if len(outs) == 4 and not cfg["outputs"] else "boxes")
+                "postprocessed" if (node_order or len(outs) == 4) and not cfg["outputs"] else "boxes")
         if fmt not in ("ssd", "boxes", "postprocessed"):
             raise ModelError(f"{self.name}: detection format must be ssd, boxes or postprocessed, not {fmt!r}")
         self.format = fmt
         if fmt == "postprocessed":
-            if len(outs) != 4:
+            if node_order is None and len(outs) != 4:
                 raise ModelError(f"{self.name}: 'postprocessed' detection needs 4 outputs (boxes, classes, scores, "
                                  f"count); the model has {len(outs)}")
             self.num_classes = None
+            self.post_order = node_order or [0, 1, 2, 3]
             return
         self.box_out, self.score_out = self._pick_outputs(cfg["outputs"])
         bshape = tuple(int(d) for d in outs[self.box_out]["shape"])
@@ -833,7 +848,7 @@ class Detector(_ImagePipeline):
 
     def _postprocessed(self, outputs, meta) -> list[Detection]:
         outs = self.runner.outputs
-        vals = [np.asarray(dequantize(o, d), np.float64) for o, d in zip(outputs, outs)]
+        vals = [np.asarray(dequantize(outputs[i], outs[i]), np.float64) for i in self.post_order]
         boxes, classes, scores, count = vals[0].reshape(-1, 4), vals[1].reshape(-1), vals[2].reshape(-1), vals[3]
         # class ids and the count are whole numbers: rounded, not truncated (a model written elsewhere with an
         # int8 copy of them reads class 1 back as 0.996)
@@ -1064,7 +1079,19 @@ def model_task(runner: ModelRunner, task: str | None = None) -> str:
     outs = runner.outputs
     if len(outs) == 4 or (len(outs) == 2 and all(len(d["shape"]) == 3 for d in outs)):
         return "detect"
+    if postprocess_outputs(runner.interpreter.model, outs) is not None:  # its outputs besides others
+        return "detect"
     return "classify"
+
+
+def guessed_tensor_model(runner: ModelRunner, task: str | None) -> bool:
+    """A model guessed a classifier (no task given, no manifest entry) whose one output is no vector of class
+    scores: more than one axis above 1 (an attention block's (1, 4, 5, 4), a feature map, YOLO's (1, 84, 8400)
+    candidates). `edge run` prints its output for a .npy or an image, as for an .npz, not a top-k of flattened
+    values."""
+    if task or runner.manifest.get("task") or runner.manifest.get("postprocess") or runner.manifest.get("labels"):
+        return False
+    return len(runner.outputs) == 1 and sum(int(d) > 1 for d in runner.outputs[0]["shape"]) > 1
 
 
 def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=None, frontend=None,
@@ -1132,6 +1159,13 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
             continue
         if kind == "audio":
             preds = pipe.predict(p, top_k)
+        elif labels is None and guessed_tensor_model(runner, task):  # no class scores: print the output
+            if p.lower().endswith(".npy"):
+                x = fit_input(tensor(p), runner.inputs[0], p)
+            else:
+                x, _ = _ImagePipeline(runner.interpreter, preprocess).prepare(p)
+            results.append({"input": p, "outputs": _output_rows(runner, runner.run(x))})
+            continue
         elif p.lower().endswith(".npy"):
             if pipe is None:
                 pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k) \

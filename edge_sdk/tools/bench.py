@@ -15,7 +15,8 @@ every subgraph). LiteRT's Python API has no per-op timings: for backend litert `
 ``ops_note`` says why. The per-op table, Chrome/Perfetto trace, CSV and plot are edge_sdk.tools.op_report's, the
 same as `edge profile`'s (times in us): ``write_op_files`` (or ``bench(..., trace=, csv=, plot=)``) writes them
 on the host, also for a device run, whose JSON carries every run's per-op times (``op_profile``).
-Inputs are seeded random values of each input's dtype and shape, or (``inputs``, `--inputs`) the arrays of a .npy /
+Inputs are seeded random values of each input's dtype and shape (int32 / int64 ones in [0, 99], as LiteRT's
+benchmark_model draws them: token ids and indices), or (``inputs``, `--inputs`) the arrays of a .npy /
 .npz as `edge run` takes them, whose shapes then fix the dynamic inputs' sizes (as ``--input-shape`` would).
 
 On a device: ``edge deploy`` put the runtime at ``~/.edge-sdk/venv``; the model is the deployed one when its
@@ -83,9 +84,11 @@ def _peak_rss_bytes() -> int | None:
 
 
 def _random_inputs(details: list[dict], seed: int, required=None) -> list:
-    """Seeded random inputs over each type's range; an input with a ``required`` value (an output shape an op
+    """Seeded random inputs (``random_input``); an input with a ``required`` value (an output shape an op
     reads: Interpreter.required_input_values) takes it."""
     import numpy as np
+
+    from edge_sdk.model.input_shapes import random_input
 
     rng = np.random.default_rng(seed)
     out = []
@@ -93,17 +96,9 @@ def _random_inputs(details: list[dict], seed: int, required=None) -> list:
         dtype = np.dtype(d["dtype"])
         shape = tuple(int(x) for x in d["shape"])
         if required is not None and required[k] is not None:
-            x = np.asarray(required[k], dtype).reshape(shape)
-        elif dtype.kind == "f":
-            x = rng.standard_normal(shape).astype(dtype)
-        elif dtype.kind in "iu":
-            info = np.iinfo(dtype)
-            x = rng.integers(info.min, int(info.max) + 1, size=shape, dtype=dtype)
-        elif dtype.kind == "b":
-            x = rng.integers(0, 2, size=shape).astype(dtype)
+            out.append(np.asarray(required[k], dtype).reshape(shape))
         else:
-            x = np.zeros(shape, dtype)
-        out.append(x)
+            out.append(random_input(rng, dtype, shape))
     return out
 
 

@@ -57,9 +57,9 @@ def _coerce(a: np.ndarray, spec, where: str) -> np.ndarray:
 
 def make_inputs(specs, data=None, names=None, seed: int = 0, required=None) -> tuple[list[np.ndarray], str]:
     """Inputs for the device: from ``data`` (.npy: the one input; .npz: by input name, else in order), or
-    seeded random values over the input type's range, except an input with a ``required`` value (an output shape
-    an op reads: Interpreter.required_input_values), which takes it. Returns (arrays, a description of the
-    source)."""
+    seeded random values (input_shapes.random_input: int32 / int64 in [0, 99], as LiteRT's benchmark_model), except an
+    input with a ``required`` value (an output shape an op reads: Interpreter.required_input_values), which takes
+    it. Returns (arrays, a description of the source)."""
     if data is not None:
         path = Path(data)
         loaded = np.load(path, allow_pickle=False)
@@ -76,19 +76,15 @@ def make_inputs(specs, data=None, names=None, seed: int = 0, required=None) -> t
                 raise ModelError(f"{path}: {len(keys)} arrays for a model with {len(specs)} inputs")
             arrays = [loaded[k] for k in keys[:len(specs)]]
         return [_coerce(a, s, f"{path}") for a, s in zip(arrays, specs)], str(path)
+    from edge_sdk.model.input_shapes import random_input
+
     rng = np.random.default_rng(seed)
     out = []
     for k, s in enumerate(specs):
-        dt = s.dtype
         if required is not None and required[k] is not None:
-            out.append(np.asarray(required[k], dt).reshape(s.shape))
-        elif dt.kind in "iu":
-            info = np.iinfo(dt)
-            out.append(rng.integers(info.min, int(info.max) + 1, size=s.shape, dtype=dt))
-        elif dt.kind == "b":
-            out.append(rng.integers(0, 2, size=s.shape).astype(bool))
+            out.append(np.asarray(required[k], s.dtype).reshape(s.shape))
         else:
-            out.append(rng.standard_normal(s.shape).astype(dt))
+            out.append(random_input(rng, s.dtype, s.shape))
     return out, f"random (seed {seed})"
 
 

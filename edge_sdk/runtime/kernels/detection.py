@@ -29,7 +29,9 @@ nothing of it is shared.
   are 0; num_detections counts the kept ones.
 
 Checks LiteRT makes at eval move to prepare: 0 < nms_iou_threshold <= 1, and the decoded boxes' validity (LiteRT
-fails an invoke on a box with ymin > ymax): anchors must be a constant with h, w >= 0, which makes every box valid.
+fails an invoke on a box with ymin > ymax): anchors with h, w >= 0 make every box valid. Constant anchors are read
+and checked at prepare; anchors computed at run time (a DEQUANTIZE of float16 / int8 anchors in a converted model,
+or an input) at every invoke, as LiteRT reads them (a negative h or w then fails the invoke: DataError).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import math
 
 import numpy as np
 
+from edge_sdk.errors import DataError
 from edge_sdk.runtime.kernels.flexbuffers import FlexBufferError, read_map
 from edge_sdk.runtime.kernels.node import Eval, Node, TensorInfo
 
@@ -164,12 +167,22 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
         node.expect_quantized(enc, anc)
     if cls.type != "FLOAT32":
         node.expect_quantized(cls)
-    if not anc.is_const:
-        raise node.unsupported(f"anchors '{anc.name}' are computed at run time; only constant anchors are supported")
-    anchors = np.asarray(anc.data).reshape(n, 4)
-    anchors = _dequantized(anc, anchors) if anc.type != "FLOAT32" else anchors.astype(_F)
-    if not np.all(anchors[:, 2:] >= 0):
-        raise node.error("anchors have a negative (or NaN) height or width: their boxes would be invalid")
+    where = node.where()
+
+    def anchors_of(raw: np.ndarray, error=node.error) -> np.ndarray:
+        """[N, 4] float32 anchors; h, w >= 0, else every box they make is invalid (LiteRT fails the invoke)."""
+        a = raw.reshape(n, 4)
+        a = _dequantized(anc, a) if anc.type != "FLOAT32" else a.astype(_F)
+        if not np.all(a[:, 2:] >= 0):
+            raise error("anchors have a negative (or NaN) height or width: their boxes would be invalid")
+        return a
+
+    # constant anchors (every export): read once here; anchors computed at run time (a DEQUANTIZE of float16 or
+    # int8 anchors) are read at every invoke, as LiteRT reads them
+    anchors = anchors_of(np.asarray(anc.data)) if anc.is_const else None
+
+    def run_time_error(message: str) -> DataError:
+        return DataError(f"{where}: {message} (a run-time input)")
     for k, out in enumerate(node.outputs):
         node.expect_types(out, ("FLOAT32",), f"output {k}")
     slots = max_det * per_anchor
@@ -188,13 +201,13 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
         s = s.astype(_F) if cls.type == "FLOAT32" else _dequantized(cls, s)
         return s[:, label_offset:]
 
-    def decoded(raw: np.ndarray) -> np.ndarray:
+    def decoded(raw: np.ndarray, raw_anchors: np.ndarray) -> np.ndarray:
         e = raw.reshape(n, -1)[:, :4]
         e = e.astype(_F) if enc.type == "FLOAT32" else _dequantized(enc, e)
-        return decode_boxes(e, anchors, scales)
+        return decode_boxes(e, anchors if anchors is not None else anchors_of(raw_anchors, run_time_error), scales)
 
     def run_fast(inputs, outputs):
-        boxes, scores = decoded(inputs[0]), scores_of(inputs[1])
+        boxes, scores = decoded(inputs[0], inputs[2]), scores_of(inputs[1])
         ranked = np.argsort(-scores, axis=1, kind="stable")[:, :categories]  # ties: the lower class first
         best = np.take_along_axis(scores, ranked[:, :1], axis=1)[:, 0]
         selected = nms_one_class(boxes, best, max_det, score_t, iou_t)
@@ -209,7 +222,7 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
         outputs[3][0] = len(selected)
 
     def run_regular(inputs, outputs):
-        boxes, scores = decoded(inputs[0]), scores_of(inputs[1])
+        boxes, scores = decoded(inputs[0], inputs[2]), scores_of(inputs[1])
         kept_scores = np.zeros(0, _F)
         kept = np.zeros((0, 2), np.int64)  # (anchor, class)
         for c in range(num_classes):

@@ -2,11 +2,14 @@
  * twin edge_sdk/runtime/kernels/detection.py says the algorithm, its options and tie rules.
  *  inputs: box encodings [1, N, >= 4] FLOAT32 (anchors FLOAT32) or UINT8 (anchors UINT8; or INT8 with INT8
  *          anchors: a legacy uint8 model as edge_sdk/runtime/uint8.py presents it), class predictions
- *          [1, N, C_bg] FLOAT32 / UINT8 / INT8, anchors [N, 4] constant (h, w >= 0: every decoded box valid)
+ *          [1, N, C_bg] FLOAT32 / UINT8 / INT8, anchors [N, 4] (h, w >= 0: every decoded box valid): a constant
+ *          read once at prepare, else (a DEQUANTIZE the loader did not fold, an input) read at every invoke, as
+ *          LiteRT reads them
  *  outputs (FLOAT32): boxes [1, D, 4], classes [1, D], scores [1, D], num_detections [1]; D = max_detections *
  *          max_classes_per_detection; slots nothing fills are 0.
- * Decoding in double (libm exp), rounded to float32; IoU in float32; stable merge sorts (ties in anchor order).
- * Scratch: decoded boxes, dequantized scores, one score column, sort keys and buffers, the kept list.
+ * Decoding in double (libm exp), rounded to float32; IoU in float32; candidates in LiteRT's stable order (a heap
+ * by score, ties in anchor order: dp_nms).
+ * Scratch: decoded boxes, dequantized scores, one score column, the candidate heap, a merge buffer, the kept list.
  */
 #include <math.h>
 #include <string.h>
@@ -14,15 +17,16 @@
 #include "edge_kernel.h"
 #include "../edge_flexbuffers.h"
 
-EDGE_CUSTOM_KERNEL("TFLite_Detection_PostProcess", detection_postprocess, 1, "FLOAT32 UINT8 INT8", "scores FLOAT32/UINT8/INT8; constant anchors")
+EDGE_CUSTOM_KERNEL("TFLite_Detection_PostProcess", detection_postprocess, 1, "FLOAT32 UINT8 INT8", "scores FLOAT32/UINT8/INT8")
 
 typedef struct {
     int32_t n, with_background, num_classes, label_offset, max_det, per_anchor, per_class, categories, regular;
     int32_t enc_width, enc_type, cls_type, enc_zp, cls_zp;
     float enc_scale, cls_scale, score_t, iou_t;
     float scale_y, scale_x, scale_h, scale_w;
-    const float *anchors;     /* [N, 4] float32 (persistent: dequantized when UINT8) */
-    int32_t boxes, scores, column, order, tmp, active, selected, kept_score, kept_index, ranked;
+    const float *anchors;     /* [N, 4] float32 (persistent: dequantized when UINT8); NULL: read at eval */
+    int32_t anchor_buf;       /* scratch [N, 4] float32 for anchors read at eval */
+    int32_t boxes, scores, column, order, tmp, selected, kept_score, kept_index, ranked;
 } dp_data_t;
 
 /* A number option (integer or float) as double; a missing key leaves *out (optional) or fails (required). */
@@ -40,6 +44,21 @@ static edge_status_t dp_number(edge_ctx_t *ctx, const efb_map_t *m, const char *
 }
 
 static int dp_int_ok(double v) { return v >= -2147483648.0 && v <= 2147483647.0; }
+
+/* anchors [n, 4] as float32 into out ((q - zp) * scale when quantized); the first anchor with a negative (or NaN)
+ * height or width (its element: 4 * anchor + 2 or 3), else -1. */
+static int32_t dp_anchors(const edge_tensor_t *anc, int32_t n, float *out) {
+    int32_t k;
+    for (k = 0; k < 4 * n; k++)
+        out[k] = anc->type == EDGE_UINT8  ? ((float)((const uint8_t *)anc->data)[k] - (float)anc->zero_point) * anc->scale
+                 : anc->type == EDGE_INT8 ? ((float)((const int8_t *)anc->data)[k] - (float)anc->zero_point) * anc->scale
+                                          : ((const float *)anc->data)[k];
+    for (k = 0; k < n; k++) {
+        if (!(out[4 * k + 2] >= 0.0f)) return 4 * k + 2;
+        if (!(out[4 * k + 3] >= 0.0f)) return 4 * k + 3;
+    }
+    return -1;
+}
 
 edge_status_t edge_prepare_detection_postprocess(edge_node_t *node, edge_ctx_t *ctx) {
     static const char *const keys[] = {"max_detections", "max_classes_per_detection", "num_classes",
@@ -74,7 +93,6 @@ edge_status_t edge_prepare_detection_postprocess(edge_node_t *node, edge_ctx_t *
     if (cls->rank != 3 || cls->dims[0] != 1 || cls->dims[1] != n)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "class predictions must be [1, num_boxes, classes]");
     if (anc->rank != 2 || anc->dims[0] != n || anc->dims[1] != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "anchors must be [num_boxes, 4]");
-    if (!anc->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "anchors computed at run time (only constant anchors)");
     for (k = 0; k < 3; k++)
         if (!dp_int_ok(v[k])) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "an integer option is outside int32");
     if (!dp_int_ok(per_class)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "detections_per_class is outside int32");
@@ -117,16 +135,14 @@ edge_status_t edge_prepare_detection_postprocess(edge_node_t *node, edge_ctx_t *
     d->enc_zp = enc->zero_point;
     d->cls_scale = cls->scale;
     d->cls_zp = cls->zero_point;
-    anchors = (float *)edge_alloc_persistent(ctx, sizeof(float) * 4 * (size_t)(n > 0 ? n : 1));
-    if (!anchors) return EDGE_ARENA_TOO_SMALL;
-    for (k = 0; k < 4 * n; k++)
-        anchors[k] = anc->type == EDGE_UINT8  ? ((float)((const uint8_t *)anc->data)[k] - (float)anc->zero_point) * anc->scale
-                     : anc->type == EDGE_INT8 ? ((float)((const int8_t *)anc->data)[k] - (float)anc->zero_point) * anc->scale
-                                              : ((const float *)anc->data)[k];
-    for (k = 0; k < n; k++)
-        if (!(anchors[4 * k + 2] >= 0.0f && anchors[4 * k + 3] >= 0.0f))
+    d->anchors = NULL;
+    if (anc->is_const) {
+        anchors = (float *)edge_alloc_persistent(ctx, sizeof(float) * 4 * (size_t)(n > 0 ? n : 1));
+        if (!anchors) return EDGE_ARENA_TOO_SMALL;
+        if (dp_anchors(anc, n, anchors) >= 0)
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "anchors have a negative (or NaN) height or width");
-    d->anchors = anchors;
+        d->anchors = anchors;
+    }
     for (k = 0; k < 4; k++)
         if (edge_out(ctx, node, k)->type != EDGE_FLOAT32) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "outputs must be FLOAT32");
     {
@@ -136,11 +152,11 @@ edge_status_t edge_prepare_detection_postprocess(edge_node_t *node, edge_ctx_t *
             (s = edge_request_scratch(ctx, node, sizeof(float) * nn, &d->column)) != EDGE_OK ||
             (s = edge_request_scratch(ctx, node, sizeof(int32_t) * nn, &d->order)) != EDGE_OK ||
             (s = edge_request_scratch(ctx, node, sizeof(int32_t) * (nn > kept ? nn : kept), &d->tmp)) != EDGE_OK ||
-            (s = edge_request_scratch(ctx, node, nn, &d->active)) != EDGE_OK ||
             (s = edge_request_scratch(ctx, node, sizeof(int32_t) * nn, &d->selected)) != EDGE_OK ||
             (s = edge_request_scratch(ctx, node, sizeof(float) * kept, &d->kept_score)) != EDGE_OK ||
             (s = edge_request_scratch(ctx, node, sizeof(int32_t) * kept, &d->kept_index)) != EDGE_OK ||
-            (s = edge_request_scratch(ctx, node, sizeof(int32_t) * nn * (size_t)(d->categories > 0 ? d->categories : 1), &d->ranked)) != EDGE_OK)
+            (s = edge_request_scratch(ctx, node, sizeof(int32_t) * nn * (size_t)(d->categories > 0 ? d->categories : 1), &d->ranked)) != EDGE_OK ||
+            (s = edge_request_scratch(ctx, node, sizeof(float) * 4 * (d->anchors ? 1 : nn), &d->anchor_buf)) != EDGE_OK)
             return s;
     }
     slots = d->max_det * d->per_anchor;
@@ -154,47 +170,60 @@ edge_status_t edge_prepare_detection_postprocess(edge_node_t *node, edge_ctx_t *
     return edge_set_output_shape(ctx, node, 3, dims, 1);
 }
 
-/* Stable sort of idx[0..n) by descending key[idx] (bottom-up merge through tmp: ties keep their order). */
-static void dp_sort(int32_t *idx, int32_t *tmp, int32_t n, const float *key) {
-    int32_t width, lo, i, j, k, mid, hi;
-    for (width = 1; width < n; width *= 2) {
-        for (lo = 0; lo < n; lo += 2 * width) {
-            mid = lo + width < n ? lo + width : n;
-            hi = lo + 2 * width < n ? lo + 2 * width : n;
-            for (i = lo, j = mid, k = lo; k < hi; k++)
-                tmp[k] = (i < mid && !(j < hi && key[idx[j]] > key[idx[i]])) ? idx[i++] : idx[j++];
-        }
-        memcpy(idx, tmp, sizeof(int32_t) * (size_t)n);
+/* a ranks before b: the higher score, on equal scores the lower anchor (LiteRT's stable sort's order) */
+static int dp_before(const float *key, int32_t a, int32_t b) { return key[a] > key[b] || (key[a] == key[b] && a < b); }
+
+/* Restores the max-heap heap[0..n) (dp_before first) below position at. */
+static void dp_sift(int32_t *heap, int32_t n, int32_t at, const float *key) {
+    for (;;) {
+        int32_t best = at, t;
+        const int32_t l = 2 * at + 1, r = l + 1;
+        if (l < n && dp_before(key, heap[l], heap[best])) best = l;
+        if (r < n && dp_before(key, heap[r], heap[best])) best = r;
+        if (best == at) return;
+        t = heap[at];
+        heap[at] = heap[best];
+        heap[best] = t;
+        at = best;
     }
 }
 
-/* LiteRT's single-class NMS over score[0..n): the selected anchors, best first, into sel; returns their count. */
-static int32_t dp_nms(const dp_data_t *d, const float *boxes, const float *score, int32_t limit, int32_t *order,
-                      int32_t *tmp, uint8_t *active, int32_t *sel) {
-    int32_t kept = 0, count = 0, i, j;
+/* std::min / std::max, as LiteRT's IoU takes them: comparisons the compiler inlines (fminf / fmaxf are library
+ * calls without -ffast-math) */
+#define DP_MIN(a, b) ((b) < (a) ? (b) : (a))
+#define DP_MAX(a, b) ((a) < (b) ? (b) : (a))
+
+/* LiteRT's ComputeIntersectionOverUnion of a kept box bi and a candidate bj ((ymin, xmin, ymax, xmax); 0 when either
+ * area is not positive), the same float operations in the same order. */
+static float dp_iou(const float *bi, const float *bj) {
+    const float area_i = (bi[2] - bi[0]) * (bi[3] - bi[1]), area_j = (bj[2] - bj[0]) * (bj[3] - bj[1]);
+    float h, w, inter;
+    if (area_i <= 0.0f || area_j <= 0.0f) return 0.0f;
+    h = DP_MIN(bi[2], bj[2]) - DP_MAX(bi[0], bj[0]);
+    w = DP_MIN(bi[3], bj[3]) - DP_MAX(bi[1], bj[1]);
+    inter = DP_MAX(h, 0.0f) * DP_MAX(w, 0.0f);
+    return inter / ((area_i + area_j) - inter);
+}
+
+/* LiteRT's single-class NMS over score[0..n): the selected anchors, best first, into sel; returns their count.
+ * LiteRT sorts every candidate above the score threshold, then each selected box deactivates the later ones it
+ * overlaps: a candidate is selected iff no box selected before it overlaps it by more than the IoU threshold. The
+ * same selection, candidates taken best first from a heap (the sorted order) and each compared with the boxes
+ * selected so far, stopping at limit: O(candidates + taken * (log candidates + limit)), not a full sort and
+ * limit * candidates IoUs (regular NMS over 90 classes was 3x LiteRT's time on the host). */
+static int32_t dp_nms(const dp_data_t *d, const float *boxes, const float *score, int32_t limit, int32_t *heap,
+                      int32_t *sel) {
+    int32_t kept = 0, count = 0, i, k;
     for (i = 0; i < d->n; i++)
-        if (score[i] >= d->score_t) order[kept++] = i;
-    dp_sort(order, tmp, kept, score);
-    if (limit > kept) limit = kept;
-    for (i = 0; i < kept; i++) active[i] = 1;
-    for (i = 0; i < kept && count < limit; i++) {
-        const float *bi = boxes + 4 * order[i];
-        const float area_i = (bi[2] - bi[0]) * (bi[3] - bi[1]);
-        if (!active[i]) continue;
-        sel[count++] = order[i];
-        active[i] = 0;
-        for (j = i + 1; j < kept; j++) {
-            const float *bj = boxes + 4 * order[j];
-            float area_j, h, w, inter, iou;
-            if (!active[j]) continue;
-            area_j = (bj[2] - bj[0]) * (bj[3] - bj[1]);
-            if (area_i <= 0.0f || area_j <= 0.0f) continue; /* IoU 0: never suppressed */
-            h = fminf(bi[2], bj[2]) - fmaxf(bi[0], bj[0]);
-            w = fminf(bi[3], bj[3]) - fmaxf(bi[1], bj[1]);
-            inter = (h > 0.0f ? h : 0.0f) * (w > 0.0f ? w : 0.0f);
-            iou = inter / ((area_i + area_j) - inter);
-            if (iou > d->iou_t) active[j] = 0;
-        }
+        if (score[i] >= d->score_t) heap[kept++] = i;
+    for (i = kept / 2 - 1; i >= 0; i--) dp_sift(heap, kept, i, score);
+    while (kept > 0 && count < limit) {
+        const int32_t candidate = heap[0];
+        heap[0] = heap[--kept];
+        dp_sift(heap, kept, 0, score);
+        for (k = 0; k < count; k++)
+            if (dp_iou(boxes + 4 * sel[k], boxes + 4 * candidate) > d->iou_t) break;
+        if (k == count) sel[count++] = candidate;
     }
     return count;
 }
@@ -207,15 +236,24 @@ void edge_eval_detection_postprocess(const edge_node_t *node, edge_ctx_t *ctx) {
     int32_t *order = (int32_t *)edge_scratch(ctx, node, d->order), *tmp = (int32_t *)edge_scratch(ctx, node, d->tmp);
     int32_t *sel = (int32_t *)edge_scratch(ctx, node, d->selected), *kept_index = (int32_t *)edge_scratch(ctx, node, d->kept_index);
     int32_t *ranked = (int32_t *)edge_scratch(ctx, node, d->ranked);
-    uint8_t *active = (uint8_t *)edge_scratch(ctx, node, d->active);
     float *out_boxes = (float *)edge_out(ctx, node, 0)->data, *out_classes = (float *)edge_out(ctx, node, 1)->data;
     float *out_scores = (float *)edge_out(ctx, node, 2)->data, *out_count = (float *)edge_out(ctx, node, 3)->data;
     const int32_t n = d->n, cb = d->with_background, nc = d->num_classes, slots = d->max_det * d->per_anchor;
     int32_t i, c, k, count = 0;
+    const float *anchors = d->anchors;
+    if (!anchors) { /* anchors computed at run time: read now, as LiteRT reads them */
+        float *buf = (float *)edge_scratch(ctx, node, d->anchor_buf);
+        const int32_t bad = dp_anchors(edge_in(ctx, node, 2), n, buf);
+        if (bad >= 0) {
+            EDGE_EVAL_BAD_INPUT(ctx, node, 2, bad, -1, "anchors have a negative (or NaN) height or width");
+            return;
+        }
+        anchors = buf;
+    }
     /* decode: (y, x, h, w) against the anchors, in double */
     for (i = 0; i < n; i++) {
         float e[4];
-        const float *a = d->anchors + 4 * i;
+        const float *a = anchors + 4 * i;
         double yc, xc, hh, hw;
         for (k = 0; k < 4; k++)
             e[k] = d->enc_type == EDGE_UINT8
@@ -261,7 +299,7 @@ void edge_eval_detection_postprocess(const edge_node_t *node, edge_ctx_t *ctx) {
             }
             column[i] = row[r[0]];
         }
-        selected = dp_nms(d, boxes, column, d->max_det, order, tmp, active, sel);
+        selected = dp_nms(d, boxes, column, d->max_det, order, sel);
         for (i = 0; i < selected; i++) {
             const int32_t a = sel[i];
             for (k = 0; k < d->categories; k++) {
@@ -277,7 +315,7 @@ void edge_eval_detection_postprocess(const edge_node_t *node, edge_ctx_t *ctx) {
     for (c = 0; c < nc; c++) { /* per class NMS, merged into the kept list by descending score */
         int32_t got, a = 0, b = 0, m = 0;
         for (i = 0; i < n; i++) column[i] = scores[i * cb + c + d->label_offset];
-        got = dp_nms(d, boxes, column, d->per_class, order, tmp, active, sel);
+        got = dp_nms(d, boxes, column, d->per_class, order, sel);
         if (got == 0) continue;
         /* merge kept[0..count) with this class's selection (stable: kept first on ties) through the tail */
         for (m = 0; m < count + got && m < d->max_det; m++) {
