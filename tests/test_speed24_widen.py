@@ -199,3 +199,17 @@ def test_a_float16_weight_source_written_as_float_keeps_its_float16_weights():
     as_float32 = convert(onnx_model, calibration=M.samples(SIZE), target="raspberry-pi-4", min_snr=25.0)
     assert fs["bytes"] < _q(as_float32)["float_source"]["bytes"]
     assert any("float16 weights as the source stored them" in n for n in _q(res)["notes"])
+
+
+def test_int16x8_asked_for_on_the_pi_is_written_and_said_to_be_slower():
+    """int16x8 runs LiteRT's reference kernels (the facts: tens of times float32): never a float fallback for
+    speed (the mode was asked for), no op float32 for speed (the rule is int8's), the estimate said."""
+    from converters.quantize import quantize
+
+    model = _float_model(M.plain_conv(16, 8, 1))
+    shape = model.subgraphs[0].tensors[model.subgraphs[0].inputs[0]].shape
+    xs = [x.reshape(shape) for x in M.samples(16, 6)]
+    q = quantize(model, xs, mode="int16x8", precision="auto", min_snr=25.0, target="raspberry-pi-4").report
+    est = q["speed"]["estimate"]
+    assert est["slower"] and est["ratio"] > 10 and "float_source" not in q and "widening" not in q["speed"]
+    assert any("written as int16x8 because int16x8 was asked for" in n for n in q["notes"])

@@ -70,6 +70,14 @@ target takes -- all float32 at worst on a float target -- and the smallest prefi
 (``widening_rule``), the cost, each measured step with its time (``steps``), and when still short the ops that
 keep it so (``limiting``). One count of widened ops (``widened_count``) in every line that gives one.
 A widened op's model output stays int16 with integer I/O.
+
+Speed on a float-first target (``widen_to = "float32"``: the Linux boards, LiteRT with XNNPACK): the rows' ``speed``
+facts (``converters.quantize.speed``) send to float32, before calibration, the ops whose int8 kernel is slower than
+float32 there (PRELU, depthwise) where that saves more than the QUANTIZE / DEQUANTIZE it adds (``report["speed"]
+["widening"]``: each group's estimate; these ops are not the guard's widening), and estimate the written model's
+time against its float source (``report["speed"]["estimate"]``, a note). An int8 model estimated slower is not
+written unless ``keep_int8``: the float source is (``report["float_source"]``, as when int8 does not keep the
+model), with the source's float16 weights when it stored them so (``float16_weights``).
 """
 
 from __future__ import annotations
