@@ -8,6 +8,12 @@ slower-in-int8 ops float32 where that pays, written even when estimated slower) 
 int8, no widening). All run in LiteRT (one thread, XNNPACK on), in turns, ``--rounds`` rounds of ``--invokes``
 invokes; the figure is the best invoke. Printed: ms per invoke, measured int8 / float ratios, and the converter's
 estimate (``report["speed"]["estimate"]["ratio"]``) beside them.
+
+    ... benchmarks/speed24_models.py --palm      # palm_detection_lite (../shared/models, EDGE_SHARED_MODELS)
+
+--palm: the real MediaPipe model instead (float16 weights, 192x192, calibrated on convert_palm.py's 16 smooth
+images): what the default conversion writes with its bytes, and int8 asked for (keep_int8) with the speed rule alone
+(a 0 dB goal: at 30 dB, and at 10, the accuracy fallback writes the float source) and with every op int8, timed.
 """
 
 from __future__ import annotations
@@ -42,11 +48,11 @@ def _best_ms(it, invokes: int) -> float:
     return best * 1e3
 
 
-def _convert(model, size: int, how: str):
+def _convert(model, size: int, how: str, xs=None):
     from converters import convert
     from tests.speed24_models import samples
 
-    xs = samples(size, n=10)
+    xs = samples(size, n=10) if xs is None else xs
     if how == "float":
         return convert(model, quantize="none"), None
     res = convert(model, calibration=xs, target="raspberry-pi-4", min_snr=20.0, keep_int8=True,
@@ -60,8 +66,11 @@ def main(argv=None) -> int:
     ap.add_argument("--size", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--invokes", type=int, default=10)
+    ap.add_argument("--palm", action="store_true", help="palm_detection_lite instead of the built models")
     a = ap.parse_args(argv)
     sys.path[:0] = [str(ROOT)]
+    if a.palm:
+        return _palm(a)
     from tests import speed24_models as M
 
     nets = {"blazeface_like": M.blazeface_like(a.size, 32, 3), "depthwise_heavy": M.depthwise_heavy(a.size, 64, 4),
@@ -81,6 +90,37 @@ def main(argv=None) -> int:
         print(f"{name:16} {f:8.3f} {best['int8 rule']:10.3f} {best['all int8']:9.3f} | "
               f"{best['int8 rule'] / f:7.2f} {built['int8 rule'][1]:6.2f} | {best['all int8'] / f:6.2f} "
               f"{built['all int8'][1]:6.2f}", flush=True)
+    return 0
+
+
+def _palm(a) -> int:
+    """palm_detection_lite: the default conversion for raspberry-pi-4, then int8 asked for two ways -- the speed rule
+    alone (precision auto at a 0 dB goal: nothing widened for accuracy) and every op int8 -- timed with the source."""
+    from converters import convert
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from convert_palm import PALM, smooth_images
+
+    src = PALM.read_bytes()
+    xs = smooth_images(16)[:, None]
+    default = convert(src, calibration=xs, target="raspberry-pi-4")
+    q = default.report["quantization"]["report"]
+    print(f"default: {(q.get('float_source') or {}).get('why') or 'int8'} -> float source written, "
+          f"{len(default.tflite)} bytes (source {len(src)}); {len(q['speed']['widening']['float32'])} op(s) float32 "
+          f"for speed; the attempt estimated {q['speed']['estimate']['ratio']}x the source")
+    models, est = {"source": src, "default": default.tflite}, {}
+    for how, settings in (("speed rule", dict(precision="auto", min_snr=0.0)), ("all int8", dict(precision="int8"))):
+        res = convert(src, calibration=xs, target="raspberry-pi-4", keep_int8=True, allow_lossy=True, **settings)
+        models[how] = res.tflite
+        est[how] = res.report["quantization"]["report"]["speed"]["estimate"]["ratio"]
+    its = {k: _interpreter(v) for k, v in models.items()}
+    best = dict.fromkeys(its, float("inf"))
+    for r in range(a.rounds):
+        for how in list(its)[r % len(its):] + list(its)[:r % len(its)]:
+            best[how] = min(best[how], _best_ms(its[how], a.invokes))
+    print("ms: " + ", ".join(f"{k} {v:.2f}" for k, v in best.items()))
+    for how in est:
+        print(f"{how}: / source measured {best[how] / best['source']:.2f}, estimated {est[how]:.2f}")
     return 0
 
 

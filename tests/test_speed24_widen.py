@@ -213,3 +213,16 @@ def test_int16x8_asked_for_on_the_pi_is_written_and_said_to_be_slower():
     est = q["speed"]["estimate"]
     assert est["slower"] and est["ratio"] > 10 and "float_source" not in q and "widening" not in q["speed"]
     assert any("written as int16x8 because int16x8 was asked for" in n for n in q["notes"])
+
+
+def test_with_float_io_the_plan_counts_the_conversions_the_quantizer_writes():
+    """Float I/O: the written model's QUANTIZE / DEQUANTIZE are the ones at its inputs and outputs plus the ones
+    the speed plan added (nothing widened for accuracy at a 0 dB goal)."""
+    from converters import convert
+
+    res = convert(M.blazeface_like(SIZE, 16, 3, seed=4), calibration=M.samples(SIZE), target="raspberry-pi-4",
+                  min_snr=0.0, keep_int8=True, io="float32")
+    q = _q(res)
+    assert q["guard"]["widened_count"]["ops"] == 0
+    added = sum(g["conversions_added"] for g in q["speed"]["widening"]["widened"])
+    assert added > 0 and _conversions(res.tflite) == added + 1 + 2  # input x; outputs boxes, scores
