@@ -91,6 +91,23 @@ def max_pool(h: int, c: int) -> bytes:
                                  fused_activation_function="NONE"))
 
 
+def pad_channels(h: int, c: int) -> bytes:
+    """PAD of 1 x h x h x c to 2c channels (zeros after): BlazeFace's residual channel padding."""
+    from tests.oprunner import T, op_model
+
+    pads = T((4, 2), "INT32", data=np.array([[0, 0], [0, 0], [0, 0], [0, c]], np.int32))
+    return op_model("PAD", [T((1, h, h, c), "FLOAT32"), pads], [T((1, h, h, 2 * c), "FLOAT32")])
+
+
+def resize_bilinear(h: int, c: int) -> bytes:
+    """RESIZE_BILINEAR x2 of 1 x h x h x c (an FPN's upsampling)."""
+    from tests.oprunner import T, op_model
+
+    size = T((2,), "INT32", data=np.array([2 * h, 2 * h], np.int32))
+    return op_model("RESIZE_BILINEAR", [T((1, h, h, c), "FLOAT32"), size], [T((1, 2 * h, 2 * h, c), "FLOAT32")],
+                    options=dict(align_corners=False, half_pixel_centers=False))
+
+
 def conversion(h: int, c: int, to_int: bool) -> bytes:
     """QUANTIZE (float32 -> int8) or DEQUANTIZE (int8 -> float32) of 1 x h x h x c: what an int8 island costs at its
     edges. Timed once per runtime (its int8 column)."""
@@ -110,7 +127,13 @@ ITEMS = {
     "depthwise": [("dw 3x3 s1 48x48x64", lambda: depthwise(48, 64, 1)),
                   ("dw 3x3 s2 48x48x64", lambda: depthwise(48, 64, 2)),
                   ("dw 3x3 s1 12x12x256", lambda: depthwise(12, 256, 1))],
-    "add": [("add 48x48x64", lambda: add(48, 64)), ("add 12x12x256", lambda: add(12, 256))],
+    "add": [("add 96x96x32", lambda: add(96, 32)), ("add 48x48x64", lambda: add(48, 64)),
+            ("add 24x24x128", lambda: add(24, 128)), ("add 12x12x256", lambda: add(12, 256)),
+            ("add 6x6x256", lambda: add(6, 256))],
+    "pad": [("pad channels 48x48x32", lambda: pad_channels(48, 32)),
+            ("pad channels 12x12x128", lambda: pad_channels(12, 128))],
+    "resize": [("resize x2 12x12x256", lambda: resize_bilinear(12, 256)),
+               ("resize x2 6x6x256", lambda: resize_bilinear(6, 256))],
     "prelu": [("prelu 48x48x64", lambda: prelu(48, 64)), ("prelu 12x12x256", lambda: prelu(12, 256))],
     "fc": [("fc 1024->256", lambda: fully_connected(1024, 256)), ("fc 256->1000", lambda: fully_connected(256, 1000))],
     "maxpool": [("maxpool 2x2 48x48x64", lambda: max_pool(48, 64)),
