@@ -113,8 +113,8 @@ class Assignment:
         self.readers: dict[int, list[int]] = {}
         self.producer: dict[int, int] = {}
         for i, op in enumerate(sg.operators):
-            for t in op.inputs:
-                if t >= 0 and not _is_const(model, t):
+            for t in op.inputs:  # float activations: what QUANTIZE / DEQUANTIZE convert (not indices, shapes)
+                if t >= 0 and sg.tensors[t].type == "FLOAT32" and not _is_const(model, t):
                     self.readers.setdefault(t, []).append(i)
             for t in op.outputs:
                 self.producer[t] = i
@@ -146,7 +146,7 @@ class Assignment:
         sg = self.model.subgraphs[0]
         changed = {i: kind for i in ops}
         touched = {t for i in ops for t in sg.operators[i].inputs + sg.operators[i].outputs
-                   if t >= 0 and not _is_const(self.model, t)}
+                   if t >= 0 and sg.tensors[t].type == "FLOAT32" and not _is_const(self.model, t)}
         before = [self.conversions(t, {}) for t in touched]
         after = [self.conversions(t, changed) for t in touched]
         own = sum(self.op_time(i, kind) - self.op_time(i) for i in ops)
@@ -156,7 +156,9 @@ class Assignment:
 
     def total(self) -> float:
         ops = sum(self.op_time(i) for i in range(len(self.units)))
-        return ops + sum(self.conversions(t, {})[0] for t in set(self.readers) | set(self.producer))
+        sg = self.model.subgraphs[0]
+        activations = {t for t in set(self.readers) | set(self.producer) if sg.tensors[t].type == "FLOAT32"}
+        return ops + sum(self.conversions(t, {})[0] for t in activations)
 
 
 def _is_const(model: Model, t: int) -> bool:
