@@ -28,7 +28,8 @@ from edge_sdk.runtime import op_table
 
 DEFAULT_ELEMENT_COST = 12.9  # per element, no float32 fact: the median (PRELU 8.4, PAD 9.5, ADD 12.9, RESIZE 20, ...)
 DEFAULT_INT16_RATIO = 27.0  # int16x8 / float32 time without an int16 fact: the one-op geomean in LiteRT (27.0)
-SPEED_NOTE = "an estimate from the op table's one-op speed facts (benchmarks/widen_cost.py), not timed on the target"
+SPEED_NOTE = ("an estimate from the op table's one-op speed facts (benchmarks/widen_cost.py on an x86-64 host), not "
+              "timed on the target")
 
 
 def runtime_family(profile) -> str | None:
