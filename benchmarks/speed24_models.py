@@ -11,6 +11,13 @@ estimate (``report["speed"]["estimate"]["ratio"]``) beside them.
 
     ... benchmarks/speed24_models.py --palm      # palm_detection_lite (../shared/models, EDGE_SHARED_MODELS)
 
+In-process timings on a loaded host are noisy (the same model 2x apart between runs): for a claim, write the
+models and time them pairwise from outside with farm-bench, CPU seconds (median of pairs):
+
+    ... benchmarks/speed24_models.py --write /tmp/s24            # the .tflite files and their estimates
+    farm-bench -n 5 --vs ".venv/bin/python benchmarks/speed24_models.py --invoke /tmp/s24/blazeface_float.tflite 2000" \
+        -- .venv/bin/python benchmarks/speed24_models.py --invoke /tmp/s24/blazeface_rule.tflite 2000
+
 --palm: the real MediaPipe model instead (float16 weights, 192x192, calibrated on convert_palm.py's 16 smooth
 images): what the default conversion writes with its bytes, and int8 asked for (keep_int8) with the speed rule alone
 (a 0 dB goal: at 30 dB, and at 10, the accuracy fallback writes the float source) and with every op int8, timed.
@@ -67,14 +74,23 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--invokes", type=int, default=10)
     ap.add_argument("--palm", action="store_true", help="palm_detection_lite instead of the built models")
+    ap.add_argument("--write", metavar="DIR", help="write each model's three .tflite files (and print the estimates)")
+    ap.add_argument("--invoke", nargs=2, metavar=("MODEL", "N"), help="load MODEL in LiteRT, invoke it N times")
     a = ap.parse_args(argv)
     sys.path[:0] = [str(ROOT)]
+    if a.invoke:
+        it = _interpreter(Path(a.invoke[0]).read_bytes())
+        for _ in range(int(a.invoke[1])):
+            it.invoke()
+        return 0
     if a.palm:
         return _palm(a)
     from tests import speed24_models as M
 
     nets = {"blazeface_like": M.blazeface_like(a.size, 32, 3), "depthwise_heavy": M.depthwise_heavy(a.size, 64, 4),
             "plain_conv": M.plain_conv(a.size, 32, 3)}
+    if a.write:
+        return _write(nets, a.size, Path(a.write))
     print(f"LiteRT 1 thread (XNNPACK); input {a.size}x{a.size}; best invoke of {a.rounds} x {a.invokes}; ms")
     print(f"{'model':16} {'float':>8} {'int8 rule':>10} {'all int8':>9} | {'rule/f':>7} {'est':>6} | "
           f"{'all/f':>6} {'est':>6}")
@@ -90,6 +106,18 @@ def main(argv=None) -> int:
         print(f"{name:16} {f:8.3f} {best['int8 rule']:10.3f} {best['all int8']:9.3f} | "
               f"{best['int8 rule'] / f:7.2f} {built['int8 rule'][1]:6.2f} | {best['all int8'] / f:6.2f} "
               f"{built['all int8'][1]:6.2f}", flush=True)
+    return 0
+
+
+def _write(nets: dict, size: int, folder: Path) -> int:
+    """Each net's float source, int8 with the speed rule and every op int8 as ``<short>_{float,rule,all}.tflite``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, model in nets.items():
+        short = name.split("_")[0]
+        for how, label in (("float", "float"), ("int8 rule", "rule"), ("all int8", "all")):
+            res, est = _convert(model, size, how)
+            (folder / f"{short}_{label}.tflite").write_bytes(res.tflite)
+            print(f"{short}_{label}.tflite" + (f": estimated {est:.2f}x the float source" if est else ""))
     return 0
 
 

@@ -334,7 +334,7 @@ def format_conversion(report: dict) -> str:
     written_float = ((q.get("report") or {}).get("float_source") or {}).get("why")
     lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({how})" if shown else "")
                  + {"accuracy": "; written as float32: int8 does not keep this model",
-                    "speed": "; written as float32: int8 is estimated slower than the float source"}.get(
+                    "speed": "; written as float32: int8 is not estimated clearly faster than the float source"}.get(
                      written_float, ""))
     if q.get("excluded"):
         lines.append(f"kept float {', '.join(q['excluded'])}")
