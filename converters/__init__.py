@@ -391,7 +391,7 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
             preprocess=None, exclude=(), nhwc_io=False, eval_data=None, precision="auto", min_snr=MIN_SNR_DB,
             allow_lossy=False, input_shapes=None, memory=None, input_values=None,
             stateful=False, task=None, boxes=None, scores=None, min_top1=TOP1_GOAL, min_detections=DETECTIONS_GOAL,
-            min_map_iou=MAP_IOU_GOAL, equalize=True, bias_correction=True) -> ConversionResult:
+            min_map_iou=MAP_IOU_GOAL, equalize=True, bias_correction=True, keep_int8=False) -> ConversionResult:
     """Convert ``src`` (an .onnx / float .tflite path, bytes, onnx.ModelProto or Model) to a TFLite package.
 
     quantize: "int8" (full integer, needs ``calibration`` -- unless the source is a quantized ONNX (QDQ) graph whose
@@ -426,7 +426,11 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
     widens the ops that lose the most SNR, round by round, to int16x8 where the target's runtime has the op
     in int16 (else float32 where the target runs float32; ``converters.quantize.widening_rule``), until every output reaches
     ``min_snr`` dB (``report["guard"]["widened"]`` and ``["cost"]``: bytes, MACs not in int8);
-    precision="int8" keeps every op integer. An output still short of ``min_snr`` raises ConversionError
+    precision="int8" keeps every op integer. On a float-first target (the Linux boards) the int8 model's time is
+    estimated against its float source's from the op table's speed facts (``converters.quantize.speed``; the report's
+    ``speed``): with precision "auto" an int8 model estimated slower is not written, the float source is (its
+    float16 weights kept when the source stored them so), unless ``keep_int8`` (`edge convert --quantize int8` given
+    explicitly): then it is written and a note says it is estimated slower. An output still short of ``min_snr`` raises ConversionError
     naming it and by how much (nothing is written) unless ``allow_lossy``, which keeps the model and says so
     in ``report["guard"]["lossy"]``.
     input_shapes: ``{input name: shape}`` (or one shape for a one-input model): the stored shape of an ONNX model's
@@ -640,7 +644,8 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
         result = _quantize(float_model, calib, mode=mode, method=calib_method, io=io, exclude=exclude,
                            holdout=HOLDOUT if guarded else 0, precision=search if guarded else "int8",
                            min_snr=min_snr, target=profile, equalize=equalize, bias_correction=bias_correction,
-                           task_judge=task_judge)
+                           task_judge=task_judge, keep_int8=keep_int8,
+                           float16_weights=bool((import_notes.get("dequantized_constants") or {}).get("FLOAT16")))
         model = result.model
         if stream_note:
             result.report["notes"].insert(0, stream_note)

@@ -331,9 +331,11 @@ def format_conversion(report: dict) -> str:
     q = report.get("quantization") or {}
     how = ", ".join(x for x in (q.get("method"), f"io {q.get('io')}" if q.get("io") else None) if x)
     shown = how and q.get("mode") not in (None, "none", "fp16")
+    written_float = ((q.get("report") or {}).get("float_source") or {}).get("why")
     lines.append(f"quantize   {q.get('mode', 'none')}" + (f" ({how})" if shown else "")
-                 + ("; written as float32: int8 does not keep this model" if (q.get("report") or {}).get(
-                     "float_source") else ""))
+                 + {"accuracy": "; written as float32: int8 does not keep this model",
+                    "speed": "; written as float32: int8 is not estimated clearly faster than the float source"}.get(
+                     written_float, ""))
     if q.get("excluded"):
         lines.append(f"kept float {', '.join(q['excluded'])}")
     if ops:

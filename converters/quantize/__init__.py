@@ -70,6 +70,15 @@ target takes -- all float32 at worst on a float target -- and the smallest prefi
 (``widening_rule``), the cost, each measured step with its time (``steps``), and when still short the ops that
 keep it so (``limiting``). One count of widened ops (``widened_count``) in every line that gives one.
 A widened op's model output stays int16 with integer I/O.
+
+Speed on a float-first target (``widen_to = "float32"``: the Linux boards, LiteRT with XNNPACK): the rows' ``speed``
+facts (``converters.quantize.speed``) send to float32, before calibration, the ops whose int8 kernel is slower than
+float32 there (PRELU, depthwise) where that saves more than the QUANTIZE / DEQUANTIZE it adds (``report["speed"]
+["widening"]``: each group's estimate; these ops are not the guard's widening), and estimate the written model's
+time against its float source (``report["speed"]["estimate"]``, a note). An int8 model not estimated clearly
+faster (at most ``CLEARLY_FASTER`` of the source's time) is not written unless ``keep_int8``: the float source is
+(``report["float_source"]``, as when int8 does not keep the model), with the source's float16 weights when it stored
+them so (``float16_weights``).
 """
 
 from __future__ import annotations
@@ -141,7 +150,8 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
              exclude=(), percentile: float = 99.99, limit: int | None = None, seed: int = 0,
              measure_error: bool = True, holdout: int = 0, precision: str = "int8",
              min_snr: float = MIN_SNR_DB, max_rounds: int = MAX_WIDEN_ROUNDS, target=None, equalize: bool = True,
-             bias_correction: bool = True, task_judge=None) -> QuantizationResult:
+             bias_correction: bool = True, task_judge=None, keep_int8: bool = False,
+             float16_weights: bool = False) -> QuantizationResult:
     """Quantize a float model (see the module docstring). ``calibration`` is anything
     ``converters.calibration.calibration_data`` reads (needed for int8 / int16x8 unless the model's given ranges
     cover every activation; fp16 / dynamic: what the guard measures on, synthetic samples without it).
@@ -167,6 +177,13 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     for a source that gives its own ranges (QDQ): its scales are kept as they are.
     task_judge: ``judge(qmodel) -> record`` (``converters.evaluate.judge_task``'s): with precision="auto" the search
     stops widening once the task is kept where the task could be judged (``widen.Goal``), not only at ``min_snr``.
+    On a float-first target (``widen_to = "float32"``) the op table's speed facts (``converters.quantize.speed``)
+    widen with precision "auto" the ops whose int8 kernel is slower than float32 there where that saves more than
+    the conversions it adds, and estimate the written model's time against the float source's
+    (``report["speed"]``, a note); an int8 model not estimated clearly faster (``CLEARLY_FASTER``) is not written
+    -- the float source is (``report["float_source"]``) -- unless ``keep_int8`` (the user asked for int8 itself).
+    float16_weights: the source stored its float weights as float16 (a float .tflite behind DEQUANTIZE): a float
+    source written in place of the int8 model keeps them float16.
     """
     _check_settings(model, mode, method, io, percentile)
     source = model  # written as it is when int8 keeps too little of it on a float-first target
@@ -184,6 +201,10 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
         target = load_profile(target)
     # which ops the target cannot take in the mode's type (float32 by rule) and which stay float32 at the end
     rule, rule_target, no_rule, tails = _float_by_rule(model, act, excluded, precision, target, mode)
+    # float32 for speed (int8 slower there): kept float like an excluded op, recorded in report["speed"], not the
+    # guard's widening (what accuracy cost)
+    excluded = excluded | _faster_in_float(model, mode, io, excluded | {i for i, _ in no_rule}, precision, target,
+                                           rule, report)
     excluded = excluded | {i for i, _ in no_rule}
     check_ops(model, act, excluded)
     sub_no_rule = check_subgraph_ops(model, act, precision == "auto") if has_control_flow(model) else {}
@@ -223,10 +244,18 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
                                        len(cal.measure), no_rule, rule_target)
         report["guard"]["synthetic"] = cal.synthetic
         report["notes"] += _search_notes(report["guard"])
-        if precision == "auto" and _float_first(target) and \
-                report["guard"]["search"]["int8_mac_share"] < KEEP_INT8_MAC_SHARE:
-            return _float_source(source, _result(model, *first, cal, method, percentile, None, report))
-    return _result(model, *first, cal, method, percentile, kept.layers if measure_error else None, report)
+    result = _result(model, *first, cal, method, percentile, kept.layers if kept and measure_error else None, report)
+    why_float = None
+    if kept and precision == "auto" and _float_first(target) and \
+            report["guard"]["search"]["int8_mac_share"] < KEEP_INT8_MAC_SHARE:
+        why_float = "accuracy"
+    estimate = _speed_estimate(result.model, source, target, report)
+    if why_float is None and estimate and estimate["ratio"] > CLEARLY_FASTER:
+        if precision == "auto" and mode == "int8" and not keep_int8:
+            why_float = "speed"
+        elif estimate["slower"]:
+            report["notes"].append(_slower_note(estimate, mode, precision))
+    return _float_source(source, result, why_float, float16_weights) if why_float else result
 
 
 def _float_weights(model: Model, mode: str, excluded: set, calibration, measure_error: bool, min_snr: float, limit,
@@ -537,26 +566,145 @@ def _float_first(target) -> bool:
     return load_profile(target).widen_to == "float32"
 
 
-def _float_source(source: Model, candidate: QuantizationResult) -> QuantizationResult:
-    """The float model quantize was given (as imported: an fp16 source's weights are float32 here) written as it is,
-    in place of ``candidate`` (the widening search's model, less than
-    ``KEEP_INT8_MAC_SHARE`` of its MACs int8): float I/O, no int8 island. The report keeps the search's record
-    (``guard``: what the candidate measured and cost) and says plainly what was written (``float_source``); the
-    tensor / weight tables, which describe the candidate, are emptied."""
+CLEARLY_FASTER = 0.9  # on a float-first target the int8 model is written (unless asked for) only when estimated at
+# most this share of its float source's time: the estimate (one-op facts) missed by up to 0.24 on the nets measured
+# from outside, pairwise (farm-bench CPU medians, startup taken off): BlazeFace-like 0.94 estimated / 1.18 measured,
+# depthwise-heavy 1.03 / 1.04, palm_detection_lite 0.80 / 0.82 (benchmarks/results/speed24_models_2026-12-04.txt)
+
+
+def _speed_runtime(target) -> str | None:
+    """The runtime family whose speed facts stand for a float-first ``target`` (``speed.runtime_family``), or None."""
+    from converters.quantize.speed import runtime_family
+
+    return runtime_family(target) if _float_first(target) else None
+
+
+def _faster_in_float(model: Model, mode: str, io: str, excluded: set, precision: str, target, rule,
+                     report: dict) -> set:
+    """precision "auto" on a float-first target: the ops whose int8 kernel is slower than float32 there and that run
+    float32 for it (``speed.faster_in_float``: where that saves more than the conversions it adds, by the estimate
+    recorded in ``report["speed"]["widening"]`` -- each op with its reason in its ``float32`` -- and said in a
+    note); an empty set elsewhere. The guard's record (what accuracy widened and cost) does not count them."""
+    runtime = _speed_runtime(target)
+    if precision != "auto" or runtime is None or mode != "int8":
+        return set()
+    from converters.quantize.speed import faster_in_float
+
+    kinds = {i: "float32" for i in excluded}
+    taken, record = faster_in_float(model, kinds, io, runtime, rule, lambda i: op_label(model, i))
+    sg = model.subgraphs[0]
+    record["float32"] = [{"op_index": i, "op": model.op_name(sg.operators[i]),
+                          "output": sg.tensors[sg.operators[i].outputs[0]].name, "reason": why} for i, why in taken]
+    report["speed"] = {"runtime": runtime, "target": target.name, "widening": record}
+    if record["candidates"]:
+        report["notes"].append(_speed_note(target.name, record))
+    return {i for i, _ in taken}
+
+
+def _speed_note(target: str, record: dict) -> str:
+    """``speed on raspberry-pi-4 (litert): 5 op(s) run slower in int8 ...``: the speed widening in one line."""
+    wide = record["float32"]
+    named = ", ".join(f"{w['op']} '{w['output']}'" for w in wide[:4]) + (f", {len(wide) - 4} more" if wide[4:] else "")
+    return (f"speed on {target} ({record['runtime']}): {record['candidates']} op(s) run slower in int8 than in float32 "
+            f"there (op-table speed facts); {len(wide)} go float32" + (f" ({named})" if wide else "")
+            + f", estimated time {record['time_after']:.0%} of the all-int8 plan's; {len(record['left_int8'])} "
+            "group(s) stay int8 (their conversions would cost more than they save) -- an estimate, not timed on the "
+            "target")
+
+
+def _speed_estimate(written: Model, source: Model, target, report: dict) -> dict | None:
+    """On a float-first target: the written model's estimated time against its float source's
+    (``speed.compare``), in ``report["speed"]["estimate"]`` and a note; None elsewhere."""
+    runtime = _speed_runtime(target)
+    if runtime is None:
+        return None
+    from converters.quantize.speed import compare
+
+    estimate = compare(written, source, runtime)
+    report.setdefault("speed", {"runtime": runtime, "target": target.name})["estimate"] = estimate
+    report["notes"].append(
+        f"estimated time on {target.name} ({runtime}): the {report['mode']} model {estimate['ratio']:.2f}x its float "
+        f"source's ({estimate['conversions']} QUANTIZE / DEQUANTIZE, {estimate['conversion_share']:.0%} of it) -- "
+        f"{estimate['estimate']}")
+    return estimate
+
+
+def _slower_note(estimate: dict, mode: str, precision: str) -> str:
+    """The model is estimated slower than its float source and written anyway: why, and how to get the float one."""
+    asked = f"precision {precision}" if precision != "auto" else f"{mode} was asked for"
+    return (f"{mode} model estimated SLOWER than its float source ({estimate['ratio']:.2f}x on {estimate['runtime']}; "
+            f"an estimate): written as {mode} because {asked}; `edge convert` without --quantize (or --quantize none) "
+            "writes the float model")
+
+
+def _float_source(source: Model, candidate: QuantizationResult, why: str, float16_weights: bool) -> QuantizationResult:
+    """The float model quantize was given written in place of ``candidate`` (the quantized attempt): float I/O, no
+    int8 island, its weights float16 when the source stored them so (``float16_weights``), else float32. ``why``:
+    "accuracy" (the widening search's model kept under ``KEEP_INT8_MAC_SHARE`` of its MACs int8) or "speed" (the
+    int8 model not estimated at most ``CLEARLY_FASTER`` of its float source's time). The report keeps the attempt's
+    record, labelled not written: its guard, and its tensor / weight / layer tables moved to
+    ``float_source["candidate"]``; ``float_source`` names what changed (the I/O tensors' type, the weights) and the
+    bytes written."""
+    from edge_sdk.model import write_model
+
     report = candidate.report
-    guard = report["guard"]
-    n_ops = len(source.subgraphs[0].operators)
-    share = guard["search"]["int8_mac_share"]
-    report["float_source"] = {"ops": n_ops, "candidate_int8_mac_share": share, "threshold": KEEP_INT8_MAC_SHARE,
-                              "candidate_met": guard["met"], "candidate_widened_count": guard["widened_count"]}
+    guard = report.get("guard") or {}
+    written, weights = _source_weights(source, float16_weights)
+    n_ops = len(written.subgraphs[0].operators)
+    share = (guard.get("search") or {}).get("int8_mac_share")
+    moved = {k: report.pop(k) for k in ("tensors", "weights", "layers") if k in report}
+    io_changed = _io_changed(candidate.model, written)
+    report["float_source"] = {
+        "why": why, "ops": n_ops, "bytes": len(write_model(written)), "weights": weights,
+        "candidate_int8_mac_share": share, "threshold": KEEP_INT8_MAC_SHARE, "candidate_met": guard.get("met"),
+        "candidate_widened_count": guard.get("widened_count"),
+        "changed": {"io": {"from": report["io"], "to": "float32", "tensors": io_changed},
+                    "emptied": sorted(moved)},
+        "candidate": {"written": False, "label": f"the {report['mode']} attempt: not written (the float model is)",
+                      "bytes": len(write_model(candidate.model)), **moved}}
     report["io"], report["tensors"], report["weights"] = "float32", [], []
-    guard.update(met=True, short=[], written="float32 source")
+    if guard:
+        guard.update(met=True, short=[], written="float32 source")
     report["notes"] = [n for n in report["notes"] if not n.startswith("int8 does not keep this model")] + [
-        f"int8 does not keep this model: written as float32 ({n_ops} ops), the float model as imported; cost: the "
-        f"widening search's model kept {share:.1%} of the MACs int8 (under {KEEP_INT8_MAC_SHARE:.0%}: on "
-        f"{guard['widening_for']} its int8 islands cost more time than they save) with "
-        f"{widened_text(guard['widened_count'])}"]
-    return QuantizationResult(source, report)
+        _float_source_note(report, why, n_ops, share, guard, weights)]
+    return QuantizationResult(written, report)
+
+
+def _float_source_note(report: dict, why: str, n_ops: int, share, guard: dict, weights: str) -> str:
+    fs = report["float_source"]
+    size = (f"{fs['bytes']} bytes, {weights} weights"
+            + (" as the source stored them" if weights == "float16" else "")
+            + f"; the {report['mode']} attempt was {fs['candidate']['bytes']} bytes")
+    emptied = (f"; the report's {', '.join(fs['changed']['emptied'])} table(s) describe the attempt "
+               "(float_source.candidate, not written)" if fs["changed"]["emptied"] else "")
+    io = (f"; I/O {fs['changed']['io']['from']} -> float32 ({', '.join(fs['changed']['io']['tensors'])})"
+          if fs["changed"]["io"]["tensors"] else "")
+    if why == "speed":
+        est = report["speed"]["estimate"]
+        return (f"int8 is not estimated clearly faster than its float source: written as float32 ({n_ops} ops), the "
+                f"float model as imported ({size}); the int8 model {est['ratio']:.2f}x the float source's time on "
+                f"{est['runtime']}, over {CLEARLY_FASTER:.2f}x ({est['estimate']}); --quantize int8 writes the int8 "
+                f"model{io}{emptied}")
+    return (f"int8 does not keep this model: written as float32 ({n_ops} ops), the float model as imported ({size}); "
+            f"cost: the widening search's model kept {share:.1%} of the MACs int8 (under {KEEP_INT8_MAC_SHARE:.0%}: "
+            f"on {guard['widening_for']} its int8 islands cost more time than they save) with "
+            f"{widened_text(guard['widened_count'])}{io}{emptied}")
+
+
+def _source_weights(source: Model, float16_weights: bool) -> tuple[Model, str]:
+    """The float source to write and its weights' type: float16 behind DEQUANTIZE when the source stored them so
+    (a constant float16 cannot hold stays float32: ``weights_only.fp16_graph``), else float32 as imported."""
+    if not float16_weights:
+        return source, "float32"
+    q, _ = fp16_graph(source)
+    return drop_unused_buffers(clear_given_ranges(q)), "float16"
+
+
+def _io_changed(candidate: Model, written: Model) -> list[str]:
+    """The model inputs / outputs whose type the float source changes (int8 -> float32): their names."""
+    c, w = candidate.subgraphs[0], written.subgraphs[0]
+    pairs = list(zip(c.inputs, w.inputs)) + list(zip(c.outputs, w.outputs))
+    return [w.tensors[b].name for a, b in pairs if c.tensors[a].type != w.tensors[b].type]
 
 
 def _search_notes(guard_record: dict) -> list[str]:
@@ -700,6 +848,7 @@ def _dynamic(model: Model, excluded: set[int], report: dict) -> QuantizationResu
     return QuantizationResult(drop_unused_buffers(clear_given_ranges(qm)), report)
 
 
-__all__ = ["AUTO_MARGIN_DB", "JOIN_LEVELS", "MAX_PRUNE", "MAX_VALUES", "MEASURE_SAMPLES", "METHODS", "MIN_SNR_DB",
+__all__ = ["AUTO_MARGIN_DB", "CLEARLY_FASTER", "JOIN_LEVELS", "MAX_PRUNE", "MAX_VALUES", "MEASURE_SAMPLES", "METHODS",
+           "MIN_SNR_DB",
            "MODES", "PRECISIONS", "STALE_ROUNDS", "SYNTHETIC_SAMPLES", "QuantizationResult", "quantize",
            "uncovered_activations", "widening_rule"]

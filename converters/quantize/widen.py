@@ -67,9 +67,10 @@ def widening_rule(target=None, mode: str = "int8"):
     for it; else "float32" when the profile takes float32 for it; else (None, why). On a target whose profile says
     ``widen_to = "float32"`` (a fast float path: XNNPACK on the Linux boards, where int16x8 runs reference kernels:
     one-op models 24x float32's time in LiteRT, 28x in our C runtime, benchmarks/results/widen_cost_*) float32
-    comes first, int16x8 only for an op the target runs in no float32. Without a target: int16 when both edge-sdk
-    runtimes (the Python interpreter and the C runtime) have the kernel, else float32. ``target``: a profile name,
-    a .toml path or a loaded ``Profile``. In int16x8 mode only float32 is wider."""
+    comes first, int16x8 only for an op the target runs in no float32 (and, before the search, the ops whose int8
+    kernel is slower than float32 there go float32 where that pays: converters.quantize.speed). Without a target:
+    int16 when both edge-sdk runtimes (the Python interpreter and the C runtime) have the kernel, else float32.
+    ``target``: a profile name, a .toml path or a loaded ``Profile``. In int16x8 mode only float32 is wider."""
     backend = None
     runtimes = ("python", "c")
     float_first = False

@@ -46,6 +46,8 @@ AFFINE_RULES = ("", "scale", "add", "subtract")
 PAD_FOLD_RULES = ("", "pad", "conv")
 TRANSPOSE_SINK_RULES = ("", "pad", "split", "axis", "per_tensor")
 IDENTITY_RULES = ("", "always", "perm", "one_input", "zero_pads", "slice", "strided_slice", "same_quant")
+SPEED_RUNTIMES = ("litert", "c")  # a row's speed facts: LiteRT's CPU kernels (XNNPACK on), edge-sdk's C runtime
+SPEED_DTYPES = ("float32", "int8", "int16")  # ... per type the op computes in ("int16": int16x8)
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,13 @@ class OpRow:
     # with the axis option permuted (CONCATENATION); "per_tensor": its family's rule, only with per-tensor
     # quantization on input 0 and output (QUANTIZE, DEQUANTIZE); "": the family's rule alone
     transpose_sink: str = ""
+    # speed: ((runtime, dtype, cost), ...): the op's time per unit on a runtime family (SPEED_RUNTIMES) when it
+    # computes in dtype (SPEED_DTYPES), in MAC-equivalents of that runtime's float32 CONV_2D; the unit is a MAC for a
+    # weighted row with a MACs function, an output element otherwise (QUANTIZE / DEQUANTIZE: under the integer type
+    # they convert to or from). Measured on one-op models, one thread, by benchmarks/widen_cost.py (which prints
+    # these values); read by converters.quantize.speed: the float-first widening of ops whose int8 kernel is slower
+    # than float32 and the estimate of a written model's time against its float source. () : not measured
+    speed: tuple[tuple[str, str, float], ...] = ()
 
     @property
     def runs(self) -> bool:
@@ -223,12 +232,18 @@ ROWS: dict[str, OpRow] = _rows(
     # convolution and matrix products
     OpRow("CONV_2D",                      "conv:prepare_conv_2d",             8, "conv:macs_conv_2d",
           family='conv', patch='window', weights=(1, 2, 0), dynamic=(0, 5), int16='op', q_versions=(3, 4),
-          fused_activation=True, in_channel_axis=3, uint8=True, pad_fold='conv'),
+          fused_activation=True, in_channel_axis=3, uint8=True, pad_fold='conv',
+          speed=(('c', 'float32', 1), ('c', 'int16', 59.4), ('c', 'int8', 0.45),
+                 ('litert', 'float32', 1), ('litert', 'int16', 53.8), ('litert', 'int8', 0.491))),
     OpRow("DEPTHWISE_CONV_2D",            "conv:prepare_depthwise_conv_2d",   7, "conv:macs_depthwise_conv_2d",
           family='conv', inplace='depthwise', patch='window', weights=(1, 2, 3), dynamic=(3, 6), int16='op',
-          q_versions=(3, 5), fused_activation=True, in_channel_axis=3, uint8=True, pad_fold='conv'),
+          q_versions=(3, 5), fused_activation=True, in_channel_axis=3, uint8=True, pad_fold='conv',
+          speed=(('c', 'float32', 3.12), ('c', 'int16', 94.2), ('c', 'int8', 5.15),
+                 ('litert', 'float32', 3.01), ('litert', 'int16', 132), ('litert', 'int8', 4.74))),
     OpRow("FULLY_CONNECTED",              "conv:prepare_fully_connected",    14, "conv:macs_fully_connected",
-          weights=(1, 2, 0), dynamic=(None, 9), int16='op', q_versions=(4, 7), fused_activation=True, uint8=True),
+          weights=(1, 2, 0), dynamic=(None, 9), int16='op', q_versions=(4, 7), fused_activation=True, uint8=True,
+          speed=(('c', 'float32', 3.13), ('c', 'int16', 35.1), ('c', 'int8', 0.74),
+                 ('litert', 'float32', 3.18), ('litert', 'int16', 25.7), ('litert', 'int8', 0.718))),
     OpRow("TRANSPOSE_CONV",               "conv:prepare_transpose_conv",      5, "conv:macs_transpose_conv",
           family='conv', weights=(1, 3, 0), int16='op', q_versions=(3, 3), fused_activation=True),
     OpRow("BATCH_MATMUL",                 "conv:prepare_batch_matmul",        4, "conv:macs_batch_matmul",
@@ -238,13 +253,17 @@ ROWS: dict[str, OpRow] = _rows(
           fused_activation=True, options='Pool2DOptions', uint8=True),
     OpRow("MAX_POOL_2D",                  "pooling:prepare_max_pool_2d",      3,
           family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3),
-          fused_activation=True, options='Pool2DOptions', uint8=True),
+          fused_activation=True, options='Pool2DOptions', uint8=True,
+          speed=(('c', 'float32', 20.4), ('c', 'int16', 190), ('c', 'int8', 12.1),
+                 ('litert', 'float32', 31.3), ('litert', 'int16', 589), ('litert', 'int8', 10.9))),
     OpRow("L2_POOL_2D",                   "pooling:prepare_l2_pool_2d",       1,
           family='pool', fused_activation=True, options='Pool2DOptions'),
     # element-wise arithmetic
     OpRow("ADD",                          "elementwise:prepare_add",          6,
           family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3),
-          fused_activation=True, affine='add', uint8=True),
+          fused_activation=True, affine='add', uint8=True,
+          speed=(('c', 'float32', 11.5), ('c', 'int16', 312), ('c', 'int8', 30.4),
+                 ('litert', 'float32', 12.9), ('litert', 'int16', 138), ('litert', 'int8', 12.4))),
     OpRow("SUB",                          "elementwise:prepare_sub",          5,
           family='binary', inplace='binary', patch='elementwise', quant='own', int16='op', q_versions=(2, 3),
           fused_activation=True, affine='subtract', uint8=True),
@@ -374,7 +393,9 @@ ROWS: dict[str, OpRow] = _rows(
           homogeneous=True, uint8=True),
     # int16: TFLM's int16 PRELU reads int8 alpha (kernels/prelu.cc); LiteRT's and both edge-sdk runtimes agree
     OpRow("PRELU",                        "activations:prepare_prelu",        2,
-          family='binary', quant='own', int16='op', int16_int8_inputs=(1,), q_versions=(1, 1), homogeneous=True),
+          family='binary', quant='own', int16='op', int16_int8_inputs=(1,), q_versions=(1, 1), homogeneous=True,
+          speed=(('c', 'float32', 8.18), ('c', 'int16', 168), ('c', 'int8', 40.8),
+                 ('litert', 'float32', 8.37), ('litert', 'int16', 234), ('litert', 'int8', 234))),
     # GELU (float32; int8 by a 256-entry table, int16 by the interpolated 513-entry table, as LiteRT's): emitted by
     # converters.passes.gelu. int16 'none': TFLM has no GELU, so int16x8 widening does not pick it
     OpRow("GELU",                         "gelu:prepare_gelu",                3,
@@ -388,9 +409,11 @@ ROWS: dict[str, OpRow] = _rows(
     # type conversion
     OpRow("QUANTIZE",                     "quantize:prepare_quantize",        6,
           family='unary', inplace='unary', q_versions=(2, 3), uint8=True, identity='same_quant',
-          transpose_sink='per_tensor'),
+          transpose_sink='per_tensor',
+          speed=(('c', 'int8', 230), ('litert', 'int8', 4.11))),
     OpRow("DEQUANTIZE",                   "quantize:prepare_dequantize",      9,
-          family='unary', q_versions=(2, 4), uint8=True, transpose_sink='per_tensor'),
+          family='unary', q_versions=(2, 4), uint8=True, transpose_sink='per_tensor',
+          speed=(('c', 'int8', 34.3), ('litert', 'int8', 5.16))),
     OpRow("CAST",                         "quantize:prepare_cast",            9,
           family='unary', identity='always'),
     OpRow("BITCAST",                      "bitcast:prepare_bitcast",          1),
@@ -426,7 +449,9 @@ ROWS: dict[str, OpRow] = _rows(
           quant='same:0', q_versions=(2, 4), identity='slice', params=(1, 2)),
     OpRow("PAD",                          "shape:prepare_pad",                6,
           family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4), uint8=True,
-          pad_fold='pad', identity='zero_pads', transpose_sink='pad', params=(1,)),
+          pad_fold='pad', identity='zero_pads', transpose_sink='pad', params=(1,),
+          speed=(('c', 'float32', 6.56), ('c', 'int16', 4.7), ('c', 'int8', 3.6),
+                 ('litert', 'float32', 9.49), ('litert', 'int16', 5.24), ('litert', 'int8', 7.54))),
     OpRow("PADV2",                        "shape:prepare_pad",                6,
           family='pad', inplace='pad', patch='pad', quant='same:0', int16='pass', q_versions=(2, 4), uint8=True,
           pad_fold='pad', identity='zero_pads', transpose_sink='pad', params=(1,)),
@@ -498,7 +523,9 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("RESIZE_NEAREST_NEIGHBOR",      "resize:prepare_resize_nearest_neighbor", 4,
           quant='same:0', int16='pass', q_versions=(2, 4), uint8=True, params=(1,)),
     OpRow("RESIZE_BILINEAR",              "resize:prepare_resize_bilinear",   4,
-          quant='same:0', q_versions=(2, 4), uint8=True, params=(1,)),
+          quant='same:0', q_versions=(2, 4), uint8=True, params=(1,),
+          speed=(('c', 'float32', 12.7), ('c', 'int16', 93.4), ('c', 'int8', 15.3),
+                 ('litert', 'float32', 20.3), ('litert', 'int16', 141), ('litert', 'int8', 23.4))),
     # sequence models
     OpRow("SVDF",                         "sequence:prepare_svdf",            4, "sequence:macs_svdf",
           weights=(1, None, None)),
