@@ -292,7 +292,9 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
             facts.allocate_tensors()
         except (EdgeError, RuntimeError, ValueError):
             facts = None
-    model = getattr(interp, "model", None)
+    # the model whose indices the trace names: the C runtime's bytes (a copy of a subgraph per call site at other
+    # shapes: kernels.control_flow.with_call_site_copy); the Python interpreter's prepared model holds the same
+    model = getattr(interp, "loaded_model", None) or getattr(interp, "model", None)
     # a called subgraph's rows (IF branches, WHILE bodies) go under the node that runs them (edge profile's way)
     from edge_sdk.tools.profile import subgraph_callers
 

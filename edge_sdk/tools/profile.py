@@ -127,6 +127,18 @@ def subgraph_callers(model) -> dict[int, tuple[int, int]]:
     return caller_of
 
 
+def _board_model(data: bytes, model):
+    """The model the board runs (``data``: the bytes the C runtime loads, edge_sdk.runtime.c_loaded, whose
+    subgraph and node indices its trace names: a copy of a subgraph per call site at other shapes, appended);
+    ``model`` when those bytes do not read."""
+    from edge_sdk.model import read_model
+
+    try:
+        return read_model(data)
+    except ModelError:  # the host's prepared model holds the same subgraphs (c_loaded is built over its prepare)
+        return model
+
+
 def _run_op_ticks(records) -> list[tuple[tuple[int, int], int, int]]:
     """One run's trace records as ``((subgraph, node), ticks, times it ran)``, in first-run order: a node of a
     subgraph that an IF / WHILE calls runs once per call (a WHILE body once per iteration), so its record
@@ -396,7 +408,7 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
     n_sub = len(model.subgraphs)
     macs = [host.op_macs(s) for s in range(n_sub)]
     shapes = [host.tensor_shapes(s) for s in range(n_sub)]
-    caller_of = subgraph_callers(model)
+    caller_of = subgraph_callers(_board_model(data, model))
     timings = []
     for (s, k), ticks in sorted(per_op.items()):
         m = macs[s][k] if s < n_sub and k < len(macs[s]) else None
