@@ -163,7 +163,8 @@ edge_status_t edge_prepare_mfcc(edge_node_t *node, edge_ctx_t *ctx) {
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (rate_t->type != EDGE_INT32 || edge_tensor_elements(rate_t) != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "sample rate must be one INT32 value");
-    if (!rate_t->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "sample rate computed at run time (only a constant)");
+    if (!rate_t->is_const)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "input 1 sample rate is computed at run time from data (the filterbank is built at prepare); only a constant or a value known at prepare");
     if (x->rank != 3 || x->dims[0] <= 0 || x->dims[1] <= 0 || x->dims[2] <= 0)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "spectrogram must be [audio_channels, frames, bins], none empty");
     if ((s = efb_node_options(ctx, node, &m)) != EDGE_OK) return s;

@@ -55,9 +55,15 @@ static edge_status_t nms_prepare(edge_node_t *node, edge_ctx_t *ctx, int soft) {
     if (boxes->rank != 2 || boxes->dims[1] != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "NMS: boxes must be [num_boxes, 4]");
     if (scores->rank != 1 || scores->dims[0] != boxes->dims[0])
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "NMS: scores must hold one value per box");
-    if (!nms_scalar(mo, EDGE_INT32) || !nms_scalar(iou, EDGE_FLOAT32) || !nms_scalar(st, EDGE_FLOAT32) ||
-        (soft && !nms_scalar(sg, EDGE_FLOAT32)))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "NMS: max_output_size (INT32) and the thresholds (FLOAT32) must be constant scalars");
+    /* prepare reads them (the output size is max_output_size): a constant or a value known at prepare only */
+    if (!nms_scalar(mo, EDGE_INT32))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "NMS: input 2 max_output_size must be one INT32 constant or value known at prepare, not computed at run time from data (the output size follows it)");
+    if (!nms_scalar(iou, EDGE_FLOAT32))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "NMS: input 3 iou_threshold must be one FLOAT32 constant or value known at prepare, not computed at run time from data");
+    if (!nms_scalar(st, EDGE_FLOAT32))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "NMS: input 4 score_threshold must be one FLOAT32 constant or value known at prepare, not computed at run time from data");
+    if (soft && !nms_scalar(sg, EDGE_FLOAT32))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "NMS: input 5 soft_nms_sigma must be one FLOAT32 constant or value known at prepare, not computed at run time from data");
     if (edge_out(ctx, node, 0)->type != EDGE_INT32 || edge_out(ctx, node, n_out - 1)->type != EDGE_INT32 ||
         (soft && edge_out(ctx, node, 1)->type != EDGE_FLOAT32))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "NMS: outputs are INT32 indices, [FLOAT32 scores,] an INT32 count");
