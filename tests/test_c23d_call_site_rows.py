@@ -87,6 +87,21 @@ def test_bench_c_names_the_rows_of_call_site_copies(monkeypatch, lengths):
         assert (row["op"], row["caller"], row["output_shape"]) == ("ADD", [0, k], [1, n, 4]), row
     text = bench.format_bench(report)
     assert "(in ?)" not in text and f"ADD (in {len(lengths) - 1})" in text, text
+    # the copies are said to be the runtime's: which subgraph each copies, for which node
+    copies = [(c["subgraph"], c["copy_of"], c["caller"]) for c in report["call_site_copies"]]
+    assert copies == [(1 + 2 * k + b, 1 + b, [0, k]) for k in range(1, len(lengths)) for b in (0, 1)], copies
+    assert "note: call-site copies" in text and f"{1 + 2 * (len(lengths) - 1)} of 1 for node {len(lengths) - 1}" in text
+
+
+@needs_c_runtime
+def test_a_model_without_call_site_copies_says_none():
+    from edge_sdk.tools import bench
+    from edge_sdk.tools.profile import call_site_copies, copies_line
+    from edge_sdk.model import read_model
+
+    report = bench.run_benchmark(if_at_lengths((4, 4)), runs=1, warmup=0, backend="c", profile_runs=1)
+    assert report["call_site_copies"] == [] and "call-site copies" not in bench.format_bench(report)
+    assert call_site_copies(read_model(if_at_lengths((4, 4)))) == [] and copies_line([]) is None
 
 
 @needs_c_runtime
@@ -137,3 +152,5 @@ def test_profile_on_qemu_names_the_rows_of_call_site_copies(tmp_path, monkeypatc
     rows = _rows(r)
     assert rows[(3, 0)]["op"] == "ADD" and rows[(3, 0)]["caller"] == [0, 1], rows
     assert rows[(3, 0)]["output_shape"] == [1, 3, 4] and rows[(1, 0)]["caller"] == [0, 0]
+    assert [(c["subgraph"], c["copy_of"], c["caller"]) for c in r["call_site_copies"]] == [(3, 1, [0, 1]),
+                                                                                          (4, 2, [0, 1])]

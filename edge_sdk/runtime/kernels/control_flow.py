@@ -229,12 +229,13 @@ def _reshaping_loop(node: Node, cond_index: int, body_index: int, growing: list[
         while cond(values)[0].reshape(-1)[0]:
             if bound is not None and done >= bound:
                 raise ModelError(f"{where}: the loop did not end within max_while_iterations={bound} iterations")
+            at = f"{where}: iteration {done + 1} at {[list(v.shape) for v in values]}"
             try:
                 values = body(values)
             except ArenaTooSmallError as exc:  # this iteration's shapes: the caller's budget, with the node named
-                raise ArenaTooSmallError(exc.required, exc.given,
-                                         f"{where}: iteration {done + 1} at {[list(v.shape) for v in values]}: arena"
-                                         ) from None
+                raise ArenaTooSmallError(exc.required, exc.given, f"{at}: arena") from None
+            except ModelError as exc:  # the body's prepare at these shapes (a plan past MAX_ARENA_BYTES, ...)
+                raise ModelError(f"{at}: {exc}") from None
             done += 1
         for k, (o, v) in enumerate(zip(outputs, values)):
             if k in growing:
