@@ -535,6 +535,11 @@ class CInterpreter(Interpreter, backend="c"):
             self._loaded = read_model(ctypes.string_at(self._model_addr, self._model_len))
         return self._loaded
 
+    def standalone(self, model: Model) -> CInterpreter:
+        """An interpreter of ``model`` under this one's bounds (arena_size, max_while_iterations), as
+        Interpreter.standalone (the Python kernels' Runtime service; the C runtime's own WHILE runs in C)."""
+        return CInterpreter(model=model, arena_size=self._budget, max_while_iterations=self.max_while_iterations)
+
     def _details(self, t: int, subgraph: int = 0) -> dict:
         tensor = self.model.subgraphs[subgraph].tensors[t]
         info = self._tensor(2 + subgraph, t) if self._ready else None

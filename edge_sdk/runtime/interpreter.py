@@ -330,6 +330,12 @@ class Interpreter:
     def model(self) -> Model:
         return self._model
 
+    @property
+    def loaded_model(self) -> Model:
+        """The model this interpreter runs (``model``: the one given, with a copy of a subgraph per call site at other
+        shapes, appended); its subgraph and node indices are the ones invoke_traced names (as CInterpreter's)."""
+        return self._model
+
     def num_subgraphs(self) -> int:
         return len(self._model.subgraphs)
 
