@@ -9,7 +9,8 @@ thresholds), SEGMENT_SUM (segment_ids) and Mfcc (the sample rate).
   REDUCE_WINDOW: LiteRT refuses a window it cannot read at prepare - "IsConstantTensor(window_dimensions_tensor)"
   - so its peer is the same model with the value stored as a constant).
 * Computed from data (an ADD of a model input): both runtimes refuse at prepare in one line naming the node, the
-  op and the input (the output's size or the prepared filterbank follows the value); never a guess.
+  op and the input (the output's size or the prepared filterbank follows the value); never a guess. NMS's thresholds
+  alone size nothing: from data, both runtimes read them at eval, unchecked, as LiteRT does.
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ CASES = {
     "NON_MAX_SUPPRESSION_V4": (nms, {}, "litert"),
     "NON_MAX_SUPPRESSION_V4-30": (nms, dict(n=30, max_output=12), "litert"),
     "NON_MAX_SUPPRESSION_V5": (nms, dict(soft=True), "litert"),
+    "NON_MAX_SUPPRESSION_V5-30": (nms, dict(n=30, max_output=12, soft=True), "litert"),
     "SEGMENT_SUM": (segment_sum, {}, "litert_opt"),
     "SEGMENT_SUM-5": (segment_sum, dict(ids=(0, 1, 1, 1, 2, 3, 3), width=5), "litert_opt"),
     "EMBEDDING_LOOKUP_SPARSE": (embedding_lookup_sparse, {}, "litert"),
@@ -164,7 +166,8 @@ def test_the_c_runtimes_bytes_hand_every_computed_parameter_as_a_constant(name):
     through the Python prepare (needs_prepare) and its reader reads ``<name>/known``, holding the value."""
     model, params, _, _ = _case(name)
     op = model.op_name(model.subgraphs[0].operators[0])
-    assert set(params) <= set(op_table.row(op).params)
+    params = [k for k in params if k in op_table.row(op).params]  # NMS: max_output_size (its thresholds: at eval)
+    assert params
     built, values = model, {}
     for k in params:
         built, values[k] = computed(built, k, "constants")
@@ -198,3 +201,21 @@ def test_a_parameter_computed_from_data_is_refused_in_one_line_naming_node_op_an
     assert "\n" not in text and f"node 1 ({op} " in text and "computed at run time from data" in text, text
     named = f"{what} tensor '" if runtime == "python" else f"input {k} {what}"
     assert named in text, text
+
+
+@pytest.mark.parametrize("soft", [False, True])
+@pytest.mark.parametrize("iou, score, sigma", [(0.3, 0.1, 0.5), (0.6, -1.0, 0.0), (1.5, 0.2, 2.0), (-0.2, 0.0, 0.5)])
+def test_nms_thresholds_fed_from_data_are_read_at_eval_as_litert(runtime, soft, iou, score, sigma):
+    """iou / score thresholds (and V5's sigma) as model inputs: read at eval in both runtimes, out-of-range values
+    unchecked as LiteRT reads them (an iou of 1.5 or -0.2 gives LiteRT's answer), exact."""
+    model, _, feeds, _ = _case("NON_MAX_SUPPRESSION_V5-30" if soft else "NON_MAX_SUPPRESSION_V4-30")
+    sg = model.subgraphs[0]
+    ks = (3, 4, 5) if soft else (3, 4)
+    for k in ks:  # the constant becomes a model input
+        sg.tensors[sg.operators[0].inputs[k]] = dataclasses.replace(sg.tensors[sg.operators[0].inputs[k]], buffer=0)
+        sg.inputs.append(sg.operators[0].inputs[k])
+    data = write_model(model)
+    fed = feeds + [np.array(v, np.float32) for v in (iou, score, sigma)[:len(ks)]]
+    got, want = run_on(runtime, data, fed), run_peer(data, fed, "litert", isolate=True)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)

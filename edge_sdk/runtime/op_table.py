@@ -534,8 +534,8 @@ ROWS: dict[str, OpRow] = _rows(
           family='conv', weights=(1, None, None)),
     OpRow("TOPK_V2",                      "topk:prepare_topk_v2",             3,
           quant='same:0', q_versions=(2, 3), params=(1,)),
-    OpRow("NON_MAX_SUPPRESSION_V4",       "nms:prepare_non_max_suppression_v4", 1, params=(2, 3, 4)),
-    OpRow("NON_MAX_SUPPRESSION_V5",       "nms:prepare_non_max_suppression_v5", 1, params=(2, 3, 4, 5)),
+    OpRow("NON_MAX_SUPPRESSION_V4",       "nms:prepare_non_max_suppression_v4", 1, params=(2,)),
+    OpRow("NON_MAX_SUPPRESSION_V5",       "nms:prepare_non_max_suppression_v5", 1, params=(2,)),
     # control flow: IF and WHILE with their subgraphs (issue 23 point 2; CALL_ONCE is with the state ops)
     OpRow("IF",                           "control_flow:prepare_if",          1,
           effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index'), quant='calls'),
