@@ -10,7 +10,8 @@ thresholds), SEGMENT_SUM (segment_ids) and Mfcc (the sample rate).
   - so its peer is the same model with the value stored as a constant).
 * Computed from data (an ADD of a model input): both runtimes refuse at prepare in one line naming the node, the
   op and the input (the output's size or the prepared filterbank follows the value); never a guess. NMS's thresholds
-  alone size nothing: from data, both runtimes read them at eval, unchecked, as LiteRT does.
+  alone size nothing, nor does Mfcc's sample rate: from data, both runtimes read them at eval, as LiteRT does (Mfcc
+  builds its filterbank then, zeros out where LiteRT's cannot be built).
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def test_a_parameter_known_at_prepare_runs_on_both_runtimes_as_litert(runtime, n
 
 
 @pytest.mark.parametrize("name", ["REDUCE_WINDOW-float", "NON_MAX_SUPPRESSION_V5", "SEGMENT_SUM",
-                                  "EMBEDDING_LOOKUP_SPARSE", "Mfcc"])
+                                  "EMBEDDING_LOOKUP_SPARSE"])
 def test_the_c_runtimes_bytes_hand_every_computed_parameter_as_a_constant(name):
     """The row's ``params`` name the inputs the C kernel reads at prepare: a model computing one from constants goes
     through the Python prepare (needs_prepare) and its reader reads ``<name>/known``, holding the value."""
@@ -183,7 +184,7 @@ def test_the_c_runtimes_bytes_hand_every_computed_parameter_as_a_constant(name):
 # case -> (input, what the refusals call it): the first parameter, computed from data
 FROM_DATA = {"REDUCE_WINDOW-float": (2, "window_shape"), "NON_MAX_SUPPRESSION_V4": (2, "max_output_size"),
              "NON_MAX_SUPPRESSION_V5": (2, "max_output_size"), "SEGMENT_SUM": (1, "segment_ids"),
-             "EMBEDDING_LOOKUP_SPARSE": (2, "dense_shape"), "Mfcc": (1, "sample rate")}
+             "EMBEDDING_LOOKUP_SPARSE": (2, "dense_shape")}
 
 
 @pytest.mark.parametrize("name", list(FROM_DATA))
@@ -219,3 +220,37 @@ def test_nms_thresholds_fed_from_data_are_read_at_eval_as_litert(runtime, soft, 
     got, want = run_on(runtime, data, fed), run_peer(data, fed, "litert", isolate=True)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize("rate", [16000, 8000, 44100, 22050, 4000])
+@pytest.mark.parametrize("frames, bins", [(4, 129), (3, 65)])
+def test_mfcc_sample_rate_fed_from_data_is_read_at_eval_as_litert(runtime, rate, frames, bins):
+    """The rate as a model input: the filterbank built at eval, within 1e-4 of the range of LiteRT's; a rate LiteRT
+    builds no filterbank for (4000 Hz puts the 4 kHz upper limit past the bins) gives its zeros."""
+    from tests.test_ops_detection_audio import mfcc_model
+
+    rng = np.random.default_rng(rate + bins)
+    model = mfcc_model(frames, bins, rate_const=False)
+    feeds = [(rng.random((1, frames, bins)) ** 3 * 50).astype(np.float32), np.array([rate], np.int32)]
+    (got,), (want,) = run_on(runtime, model, feeds), run_peer(model, feeds, "litert", isolate=True)
+    assert got.shape == want.shape
+    assert np.abs(got.astype(np.float64) - want).max() <= 1e-4 * max(float(np.ptp(want)), 1.0)
+    if rate == 4000:
+        assert not want.any() and not got.any()
+
+
+def test_mfcc_sample_rate_fed_from_data_that_is_not_positive_fails_the_invoke(runtime):
+    """LiteRT fails the invoke (its filterbank does not initialize): a DataError naming the node and the input."""
+    from edge_sdk import Interpreter
+    from edge_sdk.errors import DataError
+    from tests.test_ops_detection_audio import mfcc_model
+
+    interp = Interpreter(model_content=mfcc_model(4, 129, rate_const=False), backend=runtime)
+    interp.allocate_tensors()
+    x, r = interp.get_input_details()
+    interp.set_tensor(x["index"], np.ones((1, 4, 129), np.float32))
+    interp.set_tensor(r["index"], np.array([0], np.int32))
+    with pytest.raises(DataError) as err:
+        interp.invoke()
+    text = str(err.value)
+    assert "\n" not in text and "node 0 (Mfcc" in text and "sample rate" in text, text

@@ -583,7 +583,7 @@ ROWS: dict[str, OpRow] = _rows(
     # SSD post-processing, the speech front end, WHERE and UNIQUE (issue 23 point 1)
     OpRow("TFLite_Detection_PostProcess", "detection:prepare_tflite_detection_postprocess", 1, custom=True, uint8=True),
     OpRow("AudioSpectrogram",             "audio_features:prepare_audio_spectrogram", 1, custom=True),
-    OpRow("Mfcc",                         "audio_features:prepare_mfcc",      1, custom=True, params=(1,)),
+    OpRow("Mfcc",                         "audio_features:prepare_mfcc",      1, custom=True),
     OpRow("WHERE",                        "where_unique:prepare_where",       2,
           quant='index', data_sized=(0,)),
     OpRow("UNIQUE",                       "where_unique:prepare_unique",      1,

@@ -17,8 +17,8 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(NON_MAX_SUPPRESSION_V4, non_max_suppression_v4, 1, "FLOAT32", "boxes [N,4], scores [N]; constant scalar limits")
-EDGE_KERNEL(NON_MAX_SUPPRESSION_V5, non_max_suppression_v5, 1, "FLOAT32", "boxes [N,4], scores [N]; constant scalar limits")
+EDGE_KERNEL(NON_MAX_SUPPRESSION_V4, non_max_suppression_v4, 1, "FLOAT32", "boxes [N,4], scores [N]; constant max_output_size")
+EDGE_KERNEL(NON_MAX_SUPPRESSION_V5, non_max_suppression_v5, 1, "FLOAT32", "boxes [N,4], scores [N]; constant max_output_size")
 
 typedef struct {
     float score;
