@@ -301,6 +301,7 @@ class CInterpreter(Interpreter, backend="c"):
         self._model_owner, self._model_addr = _aligned(len(data))
         ctypes.memmove(self._model_addr, data, len(data))
         self._model_len = len(data)
+        self._loaded: Model | None = None  # loaded_model, read when asked
         self._ready = False
         self._views.clear()
         self._staged.clear()
@@ -522,6 +523,22 @@ class CInterpreter(Interpreter, backend="c"):
 
             self._parsed = read_model(bytes((ctypes.c_uint8 * self._model_len).from_address(self._model_addr)))
         return self._parsed
+
+    @property
+    def loaded_model(self) -> Model:
+        """The model the C runtime loaded (edge_sdk.runtime.c_loaded: tensors at their prepared shapes, known values
+        as constants, a copy of a subgraph per call site at other shapes, appended): the subgraph and node indices
+        its trace and error records name. ``model`` is the one you gave."""
+        from edge_sdk.model import read_model
+
+        if self._loaded is None:
+            self._loaded = read_model(ctypes.string_at(self._model_addr, self._model_len))
+        return self._loaded
+
+    def standalone(self, model: Model) -> CInterpreter:
+        """An interpreter of ``model`` under this one's bounds (arena_size, max_while_iterations), as
+        Interpreter.standalone (the Python kernels' Runtime service; the C runtime's own WHILE runs in C)."""
+        return CInterpreter(model=model, arena_size=self._budget, max_while_iterations=self.max_while_iterations)
 
     def _details(self, t: int, subgraph: int = 0) -> dict:
         tensor = self.model.subgraphs[subgraph].tensors[t]

@@ -280,6 +280,12 @@ class Interpreter:
         self._run(subgraph_index, timer if owner is self else None)
         return [np.array(views[t]) for t in sg.outputs]
 
+    def standalone(self, model: Model) -> Interpreter:
+        """An interpreter of ``model`` under this one's bounds (arena_size, max_while_iterations): where a WHILE whose
+        body changes shapes runs its cond and body, prepared again at each iteration's shapes
+        (kernels.control_flow.SubgraphRunner)."""
+        return Interpreter(model=model, arena_size=self._budget, max_while_iterations=self.max_while_iterations)
+
     def subgraph_infos(self, subgraph_index: int) -> list[TensorInfo]:
         """Subgraph ``subgraph_index``'s tensor infos while nodes are being prepared: a control-flow kernel reads its
         callees' (prepared first, planner.call_order) input and output shapes and types."""
@@ -322,6 +328,12 @@ class Interpreter:
     # ------------------------------------------------------------------ model facts
     @property
     def model(self) -> Model:
+        return self._model
+
+    @property
+    def loaded_model(self) -> Model:
+        """The model this interpreter runs (``model``: the one given, with a copy of a subgraph per call site at other
+        shapes, appended); its subgraph and node indices are the ones invoke_traced names (as CInterpreter's)."""
         return self._model
 
     def num_subgraphs(self) -> int:

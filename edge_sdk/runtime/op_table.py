@@ -514,7 +514,7 @@ ROWS: dict[str, OpRow] = _rows(
           quant='index', q_versions=(2, 2), params=(1,)),
     OpRow("CUMSUM",                       "cumsum:prepare_cumsum",            1,
           quant='own', q_versions=(1, None), params=(1,)),
-    OpRow("SEGMENT_SUM",                  "segment:prepare_segment_sum",      1),
+    OpRow("SEGMENT_SUM",                  "segment:prepare_segment_sum",      1, params=(1,)),
     OpRow("UNSORTED_SEGMENT_SUM",         "segment:prepare_unsorted_segment_sum", 1, params=(2,)),
     OpRow("UNSORTED_SEGMENT_PROD",        "segment:prepare_unsorted_segment_prod", 1, params=(2,)),
     OpRow("UNSORTED_SEGMENT_MAX",         "segment:prepare_unsorted_segment_max", 1, params=(2,)),
@@ -561,8 +561,8 @@ ROWS: dict[str, OpRow] = _rows(
           family='conv', weights=(1, None, None)),
     OpRow("TOPK_V2",                      "topk:prepare_topk_v2",             3,
           quant='same:0', q_versions=(2, 3), params=(1,)),
-    OpRow("NON_MAX_SUPPRESSION_V4",       "nms:prepare_non_max_suppression_v4", 1),
-    OpRow("NON_MAX_SUPPRESSION_V5",       "nms:prepare_non_max_suppression_v5", 1),
+    OpRow("NON_MAX_SUPPRESSION_V4",       "nms:prepare_non_max_suppression_v4", 1, params=(2,)),
+    OpRow("NON_MAX_SUPPRESSION_V5",       "nms:prepare_non_max_suppression_v5", 1, params=(2,)),
     # control flow: IF and WHILE with their subgraphs (issue 23 point 2; CALL_ONCE is with the state ops)
     OpRow("IF",                           "control_flow:prepare_if",          1,
           effects='calls', subgraphs=('then_subgraph_index', 'else_subgraph_index'), quant='calls'),
@@ -583,7 +583,7 @@ ROWS: dict[str, OpRow] = _rows(
           weights=(1, None, None)),
     OpRow("BIDIRECTIONAL_SEQUENCE_LSTM",  "rnn:prepare_bidirectional_sequence_lstm", 3, "rnn:macs_bidirectional_sequence_lstm",
           weights=(1, None, None)),
-    OpRow("EMBEDDING_LOOKUP_SPARSE",      "lookup:prepare_embedding_lookup_sparse", 1),
+    OpRow("EMBEDDING_LOOKUP_SPARSE",      "lookup:prepare_embedding_lookup_sparse", 1, params=(2,)),
     OpRow("DYNAMIC_UPDATE_SLICE",         "dynamic_update_slice:prepare_dynamic_update_slice", 6),
     # complex, random and the remaining numeric ops (issue 23 point 1): the COMPLEX64 ops, seeded draws (one
     # Philox stream in both runtimes: kernels/random.py), CONV_3D_TRANSPOSE, the builtin REDUCE_WINDOW, ...
@@ -602,7 +602,7 @@ ROWS: dict[str, OpRow] = _rows(
           random=True, options='RandomOptions', params=(1,)),
     OpRow("CONV_3D_TRANSPOSE",            "conv_3d_transpose:prepare_conv_3d_transpose", 1, "conv_3d_transpose:macs_conv_3d_transpose",
           family='conv', options='Conv3DOptions', params=(0,)),
-    OpRow("REDUCE_WINDOW",                "reduce_window:prepare_reduce_window", 1),
+    OpRow("REDUCE_WINDOW",                "reduce_window:prepare_reduce_window", 1, params=(2, 3, 4)),
     OpRow("ONES_LIKE",                    "ones_like:prepare_ones_like",      1, custom=True,
           family='unary'),  # no builtin of schema.fbs: a custom op of that custom_code (LiteRT has no kernel)
     OpRow("BUCKETIZE",                    "bucketize:prepare_bucketize",      1,

@@ -120,10 +120,12 @@ def _trusted_outputs(sg, first_refused: int) -> set[int]:
 
 
 def _declared(sg, infos, s: int, first_refused: int) -> dict[tuple[int, int], tuple[int, ...]]:
-    """(s, tensor) -> shape for the subgraph's run-time tensors whose prepared shape is not the declared one."""
+    """(s, tensor) -> shape for the subgraph's run-time tensors whose prepared shape is not the declared one (not an
+    output sized at eval: its prepared shape is a placeholder)."""
     trusted = _trusted_outputs(sg, first_refused) | set(sg.inputs)
     return {(s, info.index): tuple(info.shape) for info in infos
-            if info.index in trusted and not info.is_const and tuple(info.shape) != tuple(sg.tensors[info.index].shape)}
+            if info.index in trusted and not info.is_const and not info.sized_at_eval
+            and tuple(info.shape) != tuple(sg.tensors[info.index].shape)}
 
 
 def _known_parameters(model, sg, infos, s: int, first_refused: int) -> dict[tuple[int, int, int], int]:

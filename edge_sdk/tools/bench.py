@@ -252,6 +252,14 @@ def _op_facts(interp, subgraph: int = 0) -> tuple[list, list]:
     return out[0], out[1]
 
 
+def _call_site_copies(interp) -> list[dict]:
+    """profile.call_site_copies of the model the interpreter loaded ([] for LiteRT's)."""
+    from edge_sdk.tools.profile import call_site_copies
+
+    model = getattr(interp, "loaded_model", None) or getattr(interp, "model", None)
+    return call_site_copies(model) if model is not None and hasattr(model, "subgraphs") else []
+
+
 def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProfile | None, str | None]:
     """``n`` inferences with every op timed (us): (the profile, None), or (None, why there is none)."""
     interp = runner.interp
@@ -287,7 +295,9 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
             facts.allocate_tensors()
         except (EdgeError, RuntimeError, ValueError):
             facts = None
-    model = getattr(interp, "model", None)
+    # the model whose indices the trace names: the C runtime's bytes (a copy of a subgraph per call site at other
+    # shapes: kernels.control_flow.with_call_site_copy); the Python interpreter's prepared model holds the same
+    model = getattr(interp, "loaded_model", None) or getattr(interp, "model", None)
     # a called subgraph's rows (IF branches, WHILE bodies) go under the node that runs them (edge profile's way)
     from edge_sdk.tools.profile import subgraph_callers
 
@@ -396,6 +406,7 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         "profile_runs": n if prof is not None else 0,
         "op_profile": prof.to_dict() if prof is not None else None,
         "ops_note": note,
+        "call_site_copies": _call_site_copies(runner.interp),
         # arena_size: the runtime's arena on this machine (planner.runtime_arena's meaning, edge check's words);
         # arena_bytes: the same figure under its older name
         "arena_bytes": runner.arena_bytes(), "arena_size": runner.arena_bytes(),
@@ -626,6 +637,11 @@ def format_bench(report: dict) -> str:
         lines.append(f"per-op profile (us, mean of {report.get('profile_runs', '?')} profiled runs, backend "
                      f"{report['backend']}):")
         lines += format_op_table(ops)
+        from edge_sdk.tools.profile import copies_line
+
+        copies = copies_line(report.get("call_site_copies") or [])
+        if copies:
+            lines.append(copies)
     elif report.get("ops_note"):
         lines.append(f"per-op:    {report['ops_note']}")
     return "\n".join(lines) + "\n"

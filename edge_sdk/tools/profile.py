@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +122,46 @@ def subgraph_callers(model) -> dict[int, tuple[int, int]]:
             for c in callees(model, op):
                 caller_of.setdefault(c, (s, k))
     return caller_of
+
+
+# the name kernels.control_flow.with_call_site_copy gives a copy: "<original's name or index>@<s>.<i>"
+_COPY_NAME = re.compile(r"^(?P<base>.*)@(?P<s>\d+)\.(?P<i>\d+)$")
+
+
+def call_site_copies(model) -> list[dict]:
+    """The subgraphs of ``model`` (the bytes a runtime loaded) that are per-call-site copies its prepare made (a
+    subgraph called at other shapes runs as a copy per call site: kernels.control_flow.with_call_site_copy), each
+    ``{"subgraph", "copy_of", "caller": [s, i]}``; [] for a model as written."""
+    out = []
+    for c, sg in enumerate(model.subgraphs):
+        m = _COPY_NAME.match(sg.name or "")
+        original = None if m is None else next(
+            (o for o in range(c) if (model.subgraphs[o].name or str(o)) == m["base"]), None)
+        if original is not None:
+            out.append({"subgraph": c, "copy_of": original, "caller": [int(m["s"]), int(m["i"])]})
+    return out
+
+
+def copies_line(copies: list[dict]) -> str | None:
+    """What the per-op table's copy rows are, in words (None without copies)."""
+    if not copies:
+        return None
+    where = [f"{c['subgraph']} of {c['copy_of']} for node "
+             + (f"{c['caller'][1]}" if not c["caller"][0] else f"{c['caller'][0]}:{c['caller'][1]}") for c in copies]
+    return ("note: call-site copies (a subgraph called at other shapes runs as a copy per call site; the model has "
+            f"none): {', '.join(where)}")
+
+
+def _board_model(data: bytes, model):
+    """The model the board runs (``data``: the bytes the C runtime loads, edge_sdk.runtime.c_loaded, whose
+    subgraph and node indices its trace names: a copy of a subgraph per call site at other shapes, appended);
+    ``model`` when those bytes do not read."""
+    from edge_sdk.model import read_model
+
+    try:
+        return read_model(data)
+    except ModelError:  # the host's prepared model holds the same subgraphs (c_loaded is built over its prepare)
+        return model
 
 
 def _run_op_ticks(records) -> list[tuple[tuple[int, int], int, int]]:
@@ -392,7 +433,8 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
     n_sub = len(model.subgraphs)
     macs = [host.op_macs(s) for s in range(n_sub)]
     shapes = [host.tensor_shapes(s) for s in range(n_sub)]
-    caller_of = subgraph_callers(model)
+    board_model = _board_model(data, model)
+    caller_of = subgraph_callers(board_model)
     timings = []
     for (s, k), ticks in sorted(per_op.items()):
         m = macs[s][k] if s < n_sub and k < len(macs[s]) else None
@@ -435,6 +477,7 @@ def _run(link, host, model, model_path, data, profile, port, note, runs, inputs,
         "outputs": [{"index": i, "type": s.type, "shape": list(s.shape)} for i, s in enumerate(out_specs)],
         "link": {"retransmissions": link.retransmissions, "corrupt_frames": link.corrupt_frames},
         "logs": [str(x) for x in link.logs], "note": note,
+        "call_site_copies": call_site_copies(board_model),
         "_per_run": {f"{s}:{k}": v for (s, k), v in per_op.items()},
     }
 
@@ -446,6 +489,8 @@ def format_profile(r: dict) -> str:
              f"timer: {unit}" + ("" if r["real_time"] else " -- not real time")
              + (f"; about {r['instructions_per_unit']:g} instructions per tick" if r.get("instructions_per_unit") else "")]
     lines += format_op_table(r["ops"])
+    if copies_line(r.get("call_site_copies") or []):
+        lines.append(copies_line(r["call_site_copies"]))
     t = r["total"]
     lines.append(f"total per run ({unit}): mean {t['mean']:,.1f}  p50 {t['p50']:,.1f}  p90 {t['p90']:,.1f}  "
                  f"min {t['min']:,}  max {t['max']:,}  (ops sum {t['ops_sum']:,.1f}; {t['macs']:,} MACs)")

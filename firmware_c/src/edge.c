@@ -2782,8 +2782,9 @@ char *edge_error_message(const edge_interp_t *it, char *buf, size_t len) {
             put_s(&o, " '");
             put_s(&o, tensor_name(it->model, e->subgraph, e->tensor));
             put_s(&o, "' UINT8");
-        } else if (e->status == EDGE_BAD_INPUT && e->subgraph >= 0 && e->subgraph < it->n_subgraphs &&
-                   e->tensor < it->subgraphs[e->subgraph].n_tensors) { /* the run-time input, by name */
+        } else if ((e->status == EDGE_BAD_INPUT || (e->status == EDGE_UNSUPPORTED && e->node >= 0)) &&
+                   e->subgraph >= 0 && e->subgraph < it->n_subgraphs &&
+                   e->tensor < it->subgraphs[e->subgraph].n_tensors) { /* the run-time input / refused tensor, by name */
             put_s(&o, " '");
             put_s(&o, tensor_name(it->model, e->subgraph, e->tensor));
             put_s(&o, "'");

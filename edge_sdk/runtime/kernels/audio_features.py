@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from edge_sdk.errors import DataError
 from edge_sdk.runtime.kernels.detection import flex_number, flex_options
 from edge_sdk.runtime.kernels.node import Eval, Node
 
@@ -116,12 +117,34 @@ def dct_matrix(inputs: int, coefficients: int) -> np.ndarray:
     return np.array([[norm * math.cos(i * arg * (j + 0.5)) for j in range(inputs)] for i in range(coefficients)])
 
 
+def _filterbank(banks: dict, bins: int, rate: int, channels: int, lower: float, upper: float) -> tuple | None:
+    """(used bins, the band each one's right-side weight goes to (-1: none), the weights, the next bands) of LiteRT's
+    mel filterbank at ``rate``, kept in ``banks``; None where LiteRT cannot build it (a rate <= 0, the upper limit
+    past the bins)."""
+    if rate not in banks:
+        if len(banks) >= 8:  # a rate fed per invoke: the last few kept
+            banks.clear()
+        banks[rate] = None
+        if rate > 0:
+            start, end, band, weights = mel_filterbank(bins, float(rate), channels, lower, upper)
+            if end < bins:
+                used = np.arange(start, end + 1)
+                right = np.array([band[i] for i in used], dtype=np.int64)
+                banks[rate] = (used, right, np.array([weights[i] for i in used]), right + 1)
+    return banks[rate]
+
+
 def prepare_mfcc(node: Node) -> Eval:
     node.expect_counts(2, 1)
     x, y = node.input(0), node.outputs[0]
     node.expect_types(x, ("FLOAT32",), "spectrogram")
     node.expect_types(y, ("FLOAT32",), "output")
-    rate = int(node.constant_scalar(1, "sample rate", ("INT32",)))
+    rate_info = node.input(1)
+    node.expect_types(rate_info, ("INT32",), "sample rate")
+    if rate_info.size != 1:
+        raise node.error(f"sample rate must hold one value, holds {rate_info.size}")
+    # known at prepare: the filterbank is built (and checked) now; computed from data: at eval, as LiteRT reads it
+    rate = None if rate_info.known is None else int(np.asarray(rate_info.known).reshape(-1)[0])
     opts = flex_options(node)
     # LiteRT reads every option with AsInt64: a missing key is 0, a float truncates
     upper = float(flex_number(node, opts, "upper_frequency_limit", int, 0))
@@ -134,24 +157,30 @@ def prepare_mfcc(node: Node) -> Eval:
     if channels <= 0 or coefficients <= 0 or coefficients > channels:
         raise node.error(f"filterbank_channel_count {channels} and dct_coefficient_count {coefficients}: both must be "
                          "positive, the coefficients at most the channels")
-    if rate <= 0:
+    if rate is not None and rate <= 0:
         raise node.error(f"sample rate {rate} must be positive")
     if bins < 2:
         raise node.error(f"the spectrogram has {bins} bins; at least 2 needed")
     if not 0 <= lower < upper:
         raise node.error(f"frequency limits [{lower:g}, {upper:g}] must satisfy 0 <= lower < upper")
-    start, end, band, weights = mel_filterbank(bins, float(rate), channels, lower, upper)
-    if end >= bins:
+    banks: dict[int, tuple | None] = {}  # rate -> its filterbank (_filterbank)
+    if rate is not None and _filterbank(banks, bins, rate, channels, lower, upper) is None:
+        end = mel_filterbank(bins, float(rate), channels, lower, upper)[1]
         raise node.error(f"upper_frequency_limit {upper:g} Hz falls in bin {end}, past the spectrogram's {bins} bins "
                          f"at {rate} Hz (LiteRT outputs zeros then)")
     node.set_output_shape(0, (x.shape[0], x.shape[1], coefficients))
-    used = np.arange(start, end + 1)
-    right = np.array([band[i] for i in used])  # the band each bin's right-side weight goes to (-1: none)
-    w = np.array([weights[i] for i in used])
-    left = right + 1  # the next band gets (1 - weight) of the bin (channels: none)
     dct = dct_matrix(channels, coefficients)
+    where = node.where()
 
     def run(inputs, outputs):
+        at = rate if rate is not None else int(inputs[1].reshape(-1)[0])
+        if at <= 0:  # LiteRT fails the invoke there (its filterbank's Initialize)
+            raise DataError(f"{where}: input 1 '{rate_info.name}' (the sample rate) is {at}; it must be positive")
+        fb = _filterbank(banks, bins, at, channels, lower, upper)
+        if fb is None:  # a rate read at eval where LiteRT builds no filterbank: its output, zeros
+            outputs[0][...] = 0
+            return
+        used, right, w, left = fb
         frames = inputs[0].reshape(-1, bins).astype(np.float64)
         mags = np.sqrt(frames[:, used])  # [F, used]
         weighted = mags * w

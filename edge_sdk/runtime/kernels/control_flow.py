@@ -20,16 +20,20 @@ shapes (CallSiteShapes), that site gets a copy of the subgraph of its own (``wit
 constants' buffers shared) and the model is prepared again, so each call runs at its caller's shapes, as LiteRT
 re-prepares a callee at each call; the bytes the C runtime loads hold the same copies (shape_arithmetic.c_loaded
 over that prepare). Prepare then holds the branches' / the loop's tensors to the node's: the same types, the same
-shapes (a branch input, a loop variable), the same output shapes in both branches. What would need dynamic shapes
-(branches whose outputs differ, a loop variable that changes shape from one iteration to the next) is refused at
-prepare.
+shapes (a branch input, a loop variable), the same output shapes in both branches; branches whose outputs differ
+are refused at prepare. A WHILE whose body changes a loop variable's shape (a sequence grown by CONCATENATION each
+iteration, as greedy decoders write) runs as LiteRT runs it, with dynamic shapes (_reshaping_loop): cond and body
+prepared again at each iteration's shapes, the growing outputs sized at eval (the main subgraph only, read by no
+node); the C runtime, which plans every byte before the first invoke, refuses it at load naming the loop variable.
 """
 
 from __future__ import annotations
 
 import copy
 
-from edge_sdk.errors import ModelError
+import numpy as np
+
+from edge_sdk.errors import ArenaTooSmallError, ModelError
 from edge_sdk.model.types import Model
 from edge_sdk.runtime import op_table
 from edge_sdk.runtime.kernels.node import Node, TensorInfo
@@ -159,15 +163,19 @@ def prepare_while(node: Node):
     _expect_bool_scalar(node, cond_outs[0], f"{cond_what} output")
     _expect_counts(node, body_what, body_ins, n, "input")
     _expect_counts(node, body_what, body_outs, n, "output")
+    growing = _growing_variables(node, variables, body_outs)
     for k, v in enumerate(variables):
         like = f"loop variable {k}"
         _expect_like(node, f"{cond_what} input {k}", cond_ins[k], v, like)
         _expect_like(node, f"{body_what} input {k}", body_ins[k], v, like)
-        _expect_like(node, f"{body_what} output {k}", body_outs[k], v, like)
+        if k not in growing:
+            _expect_like(node, f"{body_what} output {k}", body_outs[k], v, like)
         if node.outputs[k].type != v.type:
             raise node.error(f"output {k} '{node.outputs[k].name}' has type {node.outputs[k].type}, {like} "
                              f"'{v.name}' has {v.type}")
         node.set_output_shape(k, v.shape)
+    if growing:
+        return _reshaping_loop(node, cond_index, body_index, growing)
     runtime = node.runtime
     where = node.where()
 
@@ -184,6 +192,111 @@ def prepare_while(node: Node):
             done += 1
 
     return run
+
+
+def _growing_variables(node: Node, variables: list[TensorInfo], body_outs: list[TensorInfo]) -> list[int]:
+    """The loop variables whose shape the body changes (its output k, prepared at the variables' shapes, has
+    another shape than variable k, the same type: a CONCATENATION growing a sequence, as greedy decoders write).
+    LiteRT marks such a WHILE's outputs dynamic and re-prepares cond and body at each iteration's shapes; so does
+    this interpreter (_reshaping_loop), where it holds such an output: the main subgraph, read by no node."""
+    growing = [k for k, (v, b) in enumerate(zip(variables, body_outs))
+               if b.type == v.type and tuple(b.shape) != tuple(v.shape)]
+    if growing and node.subgraph != 0:
+        k = growing[0]
+        raise node.unsupported(f"loop variable {k} '{variables[k].name}' changes shape in the body "
+                               f"({tuple(variables[k].shape)} -> {tuple(body_outs[k].shape)}): this interpreter "
+                               "runs such a loop (dynamic shapes) only in the main subgraph")
+    return growing
+
+
+def _reshaping_loop(node: Node, cond_index: int, body_index: int, growing: list[int]):
+    """The eval of a WHILE whose body changes the shapes of loop variables ``growing`` (LiteRT's dynamic WHILE):
+    cond and body run in interpreters of their own (SubgraphRunner), prepared again whenever the variables'
+    shapes change, as LiteRT re-prepares them; those outputs are sized at eval (an empty placeholder until then,
+    no arena bytes: the interpreter's DataSizedOutput, so no node may read them), the others keep their shapes
+    (one that ends at another shape is a ModelError naming it)."""
+    for k in growing:
+        out = node.outputs[k]
+        node.set_output_shape(k, (0,) * len(out.shape))  # a placeholder: the last iteration's shape, at eval
+        out.sized_at_eval = True
+    runtime, where = node.runtime, node.where()
+    cond, body = SubgraphRunner(runtime, cond_index), SubgraphRunner(runtime, body_index)
+    names = [t.name for t in node.outputs]
+
+    def run(inputs, outputs):
+        values = [np.array(x) for x in inputs]
+        bound, done = runtime.max_while_iterations, 0
+        while cond(values)[0].reshape(-1)[0]:
+            if bound is not None and done >= bound:
+                raise ModelError(f"{where}: the loop did not end within max_while_iterations={bound} iterations")
+            at = f"{where}: iteration {done + 1} at {[list(v.shape) for v in values]}"
+            try:
+                values = body(values)
+            except ArenaTooSmallError as exc:  # this iteration's shapes: the caller's budget, with the node named
+                raise ArenaTooSmallError(exc.required, exc.given, f"{at}: arena") from None
+            except ModelError as exc:  # the body's prepare at these shapes (a plan past MAX_ARENA_BYTES, ...)
+                raise ModelError(f"{at}: {exc}") from None
+            done += 1
+        for k, (o, v) in enumerate(zip(outputs, values)):
+            if k in growing:
+                o.resize(v.shape)[...] = v
+            elif o.shape != v.shape:
+                raise ModelError(f"{where}: loop variable {k} '{names[k]}' ended at shape {v.shape}, not its "
+                                 f"prepared {o.shape}: only {', '.join(names[g] for g in growing)} may change shape")
+            else:
+                o[...] = v
+
+    return run
+
+
+class SubgraphRunner:
+    """Subgraph ``index`` of the runtime's model run on its own (``subgraph_model``: it and its callees), in an
+    interpreter prepared at the shapes of the values given, prepared again when they change (a WHILE whose body
+    changes shapes: LiteRT re-prepares its callees at each iteration's shapes)."""
+
+    def __init__(self, runtime, index: int):
+        self.runtime, self.index = runtime, index
+        self.interp, self.shapes = None, None
+
+    def __call__(self, values: list[np.ndarray]) -> list[np.ndarray]:
+        shapes = [tuple(v.shape) for v in values]
+        if self.interp is None:  # the caller's bounds: its arena budget holds each iteration's plan (a growing loop)
+            self.interp = self.runtime.standalone(subgraph_model(self.runtime.model, self.index))
+        details = self.interp.get_input_details()
+        if shapes != self.shapes:
+            for d, shape in zip(details, shapes):
+                self.interp.resize_tensor_input(d["index"], shape)
+            self.interp.allocate_tensors()
+            self.shapes = shapes
+        for d, v in zip(details, values):
+            self.interp.set_tensor(d["index"], v)
+        self.interp.invoke()
+        return [np.array(self.interp.get_tensor(d["index"])) for d in self.interp.get_output_details()]
+
+
+def subgraph_model(model: Model, index: int) -> Model:
+    """A model whose main subgraph is ``model``'s subgraph ``index``, followed by the subgraphs it calls (directly
+    or not), their call options renumbered; buffers and operator codes shared."""
+    from edge_sdk.runtime.planner import callees
+
+    order, todo = [index], [index]
+    while todo:
+        for op in model.subgraphs[todo.pop()].operators:
+            for c in callees(model, op):
+                if c not in order:
+                    order.append(c)
+                    todo.append(c)
+    renumber = {old: new for new, old in enumerate(order)}
+    out = copy.copy(model)
+    out.subgraphs, out.signature_defs = [], []
+    for old in order:
+        sg = copy.copy(model.subgraphs[old])
+        sg.operators = [copy.copy(op) for op in sg.operators]
+        for op in sg.operators:
+            fields = op_table.row(model.op_name(op)).subgraphs
+            op.options = {k: renumber[int(v)] if k in fields else v for k, v in (op.options or {}).items()}
+        out.subgraphs.append(sg)
+    return out
 
 
 def prepare_stablehlo_composite(node: Node):

@@ -2,8 +2,9 @@
 
 Inputs: boxes [N, 4] FLOAT32 (y1, x1, y2, x2: either corner first, each box's min / max are taken), scores [N]
 FLOAT32, max_output_size (INT32 scalar), iou_threshold and score_threshold (FLOAT32 scalars); V5 adds
-soft_nms_sigma (FLOAT32 scalar). The scalars must be constants here (the outputs' sizes, and the checks LiteRT
-makes at run time, move to prepare): 0 <= iou_threshold <= 1, soft_nms_sigma >= 0, max_output_size >= 0.
+soft_nms_sigma (FLOAT32 scalar). max_output_size sizes the outputs: a constant (or a value known at prepare), >= 0.
+A threshold known at prepare is checked there (0 <= iou_threshold <= 1, soft_nms_sigma >= 0); one computed from
+data is read at eval, unchecked, as LiteRT reads it.
 Outputs: V4 (selected_indices INT32 [max_output_size], valid_outputs INT32 scalar); V5 (selected_indices,
 selected_scores FLOAT32 [max_output_size], valid_outputs). Slots past valid_outputs are 0.
 
@@ -140,15 +141,14 @@ def _prepare(node: Node, soft: bool) -> Eval:
         raise node.error(f"boxes {boxes.shape} must be [num_boxes, 4]")
     if len(scores.shape) != 1 or scores.shape[0] != boxes.shape[0]:
         raise node.error(f"scores {scores.shape} must be [{boxes.shape[0]}] (one per box)")
-    max_output = int(node.constant_scalar(2, "max_output_size", ("INT32",)))
-    iou_t = float(node.constant_scalar(3, "iou_threshold", ("FLOAT32",)))
-    score_t = float(node.constant_scalar(4, "score_threshold", ("FLOAT32",)))
-    sigma = float(node.constant_scalar(5, "soft_nms_sigma", ("FLOAT32",))) if soft else 0.0
+    max_output = int(node.constant_scalar(2, "max_output_size", ("INT32",)))  # the outputs' size: at prepare
+    iou_t, score_t = _threshold(node, 3, "iou_threshold"), _threshold(node, 4, "score_threshold")
+    sigma = _threshold(node, 5, "soft_nms_sigma") if soft else 0.0
     if max_output < 0:
         raise node.error(f"max_output_size {max_output} is negative")
-    if not 0.0 <= iou_t <= 1.0:
+    if iou_t is not None and not 0.0 <= iou_t <= 1.0:
         raise node.error(f"iou_threshold {iou_t} is not within [0, 1]")
-    if not sigma >= 0.0:
+    if sigma is not None and not sigma >= 0.0:
         raise node.error(f"soft_nms_sigma {sigma} is negative (invalid for soft NMS)")
     outs = node.outputs
     node.expect_types(outs[0], ("INT32",), "selected_indices output")
@@ -161,7 +161,9 @@ def _prepare(node: Node, soft: bool) -> Eval:
     node.set_output_shape(n_out - 1, ())
 
     def run(inputs, outputs):
-        sel, picked = non_max_suppression(inputs[0], inputs[1], max_output, iou_t, score_t, sigma)
+        iou, score, s = (_F(inputs[k].reshape(-1)[0]) if v is None else v
+                         for k, v in ((3, iou_t), (4, score_t), (5, sigma)))
+        sel, picked = non_max_suppression(inputs[0], inputs[1], max_output, iou, score, s)
         k = len(sel)
         outputs[0][...] = 0
         outputs[0][:k] = sel
@@ -171,6 +173,16 @@ def _prepare(node: Node, soft: bool) -> Eval:
         outputs[-1][...] = k
 
     return run
+
+
+def _threshold(node: Node, k: int, what: str) -> float | None:
+    """Input ``k``'s one FLOAT32 value when prepare knows it (a constant, or computed from constants), else None:
+    eval reads it, unchecked, as LiteRT reads every threshold at eval (max_output_size alone sizes the outputs)."""
+    t = node.input(k)
+    node.expect_types(t, ("FLOAT32",), what)
+    if t.size != 1:
+        raise node.error(f"{what} must hold one value, holds {t.size}")
+    return None if t.known is None else float(np.asarray(t.known).reshape(-1)[0])
 
 
 def prepare_non_max_suppression_v4(node: Node) -> Eval:

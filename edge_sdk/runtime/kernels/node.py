@@ -108,6 +108,10 @@ class Runtime(Protocol):
     def prepare_subgraph_at(self, subgraph_index: int, shapes, caller: "Node") -> None:
         """Prepare time only: the callee prepared again at the caller's input shapes where they differ."""
 
+    def standalone(self, model: Any) -> Any:
+        """An interpreter of ``model`` (a callee as its own model) under this runtime's bounds: a WHILE whose body
+        changes shapes runs cond and body there, prepared again at each iteration's shapes (eval time)."""
+
 
 @dataclass
 class Node:

@@ -3,8 +3,10 @@
  *  AudioSpectrogram: [samples, channels] -> [channels, frames, fft_length / 2 + 1]; a periodic Hann window, a
  *    radix-2 FFT of fft_length (the power of two >= window_size) points in double (twiddles from prepare), the
  *    squared magnitudes rounded to float32 (their sqrtf without magnitude_squared).
- *  Mfcc: spectrogram [audio_channels, frames, bins] and a constant INT32 sample rate -> [audio_channels, frames,
- *    dct_coefficient_count]; the mel filterbank (bands and weights per bin) and the DCT table built in prepare.
+ *  Mfcc: spectrogram [audio_channels, frames, bins] and an INT32 sample rate -> [audio_channels, frames,
+ *    dct_coefficient_count]; the DCT table built in prepare, the mel filterbank (bands and weights per bin) too for
+ *    a constant rate; a rate computed at run time builds it at eval, in scratch (zeros out where LiteRT cannot
+ *    build it: a rate <= 0, the upper limit past the bins).
  */
 #include <math.h>
 #include <string.h>
@@ -14,7 +16,7 @@
 #include "../edge_flexbuffers.h"
 
 EDGE_CUSTOM_KERNEL("AudioSpectrogram", audio_spectrogram, 1, "FLOAT32", "[samples, channels]")
-EDGE_CUSTOM_KERNEL("Mfcc", mfcc, 1, "FLOAT32", "constant INT32 sample rate")
+EDGE_CUSTOM_KERNEL("Mfcc", mfcc, 1, "FLOAT32", "INT32 sample rate")
 
 typedef struct {
     int32_t window, stride, squared, n_fft, log2_fft, samples, channels, frames, buffer;
@@ -137,6 +139,8 @@ void edge_eval_audio_spectrogram(const edge_node_t *node, edge_ctx_t *ctx) {
 
 typedef struct {
     int32_t bins, channels, coefficients, start, end, bank;
+    int32_t filterbank;       /* -1: built at prepare (a constant rate); else the scratch it is built in at eval */
+    double lower, upper;      /* the frequency limits (Hz) */
     const int32_t *band;      /* [bins]: the band a bin's weight goes to (-1 none; -2 unused) */
     const double *weight;     /* [bins] */
     const double *dct;        /* [coefficients][channels] */
@@ -144,13 +148,39 @@ typedef struct {
 
 static double af_mel(double f) { return 1127.0 * log1p(f / 700.0); }
 
+/* LiteRT's mel filterbank at `rate` into band / weight [bins] (centers: [channels + 1] of work space) and its used
+ * bins [*start, *end]; 0 where LiteRT cannot build it (a rate <= 0, the upper limit past the bins). */
+static int af_filterbank(const mfcc_data_t *d, int32_t rate, int32_t *band, double *weight, double *centers,
+                         int32_t *start, int32_t *end) {
+    const double mel_low = af_mel(d->lower);
+    const double spacing = (af_mel(d->upper) - mel_low) / (double)(d->channels + 1);
+    double hz_per_bin;
+    int32_t i, channel;
+    if (rate <= 0) return 0;
+    for (i = 0; i < d->channels + 1; i++) centers[i] = mel_low + spacing * (i + 1);
+    hz_per_bin = 0.5 * rate / (double)(d->bins - 1);
+    *start = (int32_t)(1.5 + d->lower / hz_per_bin);
+    if (d->upper / hz_per_bin >= (double)d->bins) return 0;
+    *end = (int32_t)(d->upper / hz_per_bin);
+    for (i = 0, channel = 0; i < d->bins; i++) {
+        band[i] = -2;
+        weight[i] = 0.0;
+        if (i < *start || i > *end) continue;
+        while (channel < d->channels && centers[channel] < af_mel(i * hz_per_bin)) channel++;
+        band[i] = channel - 1;
+        weight[i] = band[i] >= 0 ? (centers[band[i] + 1] - af_mel(i * hz_per_bin)) / (centers[band[i] + 1] - centers[band[i]])
+                                 : (centers[0] - af_mel(i * hz_per_bin)) / (centers[0] - mel_low);
+    }
+    return 1;
+}
+
 edge_status_t edge_prepare_mfcc(edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *x, *rate_t, *y;
     mfcc_data_t *d;
     int64_t upper = 0, lower = 0, channels = 0, coefficients = 0;
-    int32_t dims[3], i, j, channel, rate;
-    int32_t *band;
-    double *weight, *dct, *centers, mel_low, spacing, hz_per_bin;
+    int32_t dims[3], i, j, rate;
+    int32_t *band = 0;
+    double *weight = 0, *dct, *centers = 0;
     efb_map_t m;
     edge_status_t s;
     const double pi = atan(1.0) * 4.0;
@@ -163,7 +193,6 @@ edge_status_t edge_prepare_mfcc(edge_node_t *node, edge_ctx_t *ctx) {
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (rate_t->type != EDGE_INT32 || edge_tensor_elements(rate_t) != 1)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "sample rate must be one INT32 value");
-    if (!rate_t->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "sample rate computed at run time (only a constant)");
     if (x->rank != 3 || x->dims[0] <= 0 || x->dims[1] <= 0 || x->dims[2] <= 0)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "spectrogram must be [audio_channels, frames, bins], none empty");
     if ((s = efb_node_options(ctx, node, &m)) != EDGE_OK) return s;
@@ -172,10 +201,10 @@ edge_status_t edge_prepare_mfcc(edge_node_t *node, edge_ctx_t *ctx) {
         (s = af_int_option(ctx, &m, "filterbank_channel_count", &channels)) != EDGE_OK ||
         (s = af_int_option(ctx, &m, "dct_coefficient_count", &coefficients)) != EDGE_OK)
         return s;
-    rate = *(const int32_t *)rate_t->data;
     if (channels <= 0 || channels > 4096 || coefficients <= 0 || coefficients > channels)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "filterbank_channel_count, dct_coefficient_count: positive, coefficients <= channels");
-    if (rate <= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "sample rate must be positive");
+    rate = rate_t->is_const ? *(const int32_t *)rate_t->data : 0;
+    if (rate_t->is_const && rate <= 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "sample rate must be positive");
     if (x->dims[2] < 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "the spectrogram needs at least 2 bins");
     if (!(lower >= 0 && lower < upper)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "frequency limits must satisfy 0 <= lower < upper");
     d = (mfcc_data_t *)edge_alloc_persistent(ctx, sizeof *d);
@@ -184,27 +213,21 @@ edge_status_t edge_prepare_mfcc(edge_node_t *node, edge_ctx_t *ctx) {
     d->bins = x->dims[2];
     d->channels = (int32_t)channels;
     d->coefficients = (int32_t)coefficients;
-    band = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->bins);
-    weight = (double *)edge_alloc_persistent(ctx, sizeof(double) * (size_t)d->bins);
+    d->lower = (double)lower;
+    d->upper = (double)upper;
+    d->filterbank = -1;
     dct = (double *)edge_alloc_persistent(ctx, sizeof(double) * (size_t)(d->channels * d->coefficients));
-    centers = (double *)edge_alloc_persistent(ctx, sizeof(double) * (size_t)(d->channels + 1)); /* prepare only */
-    if (!band || !weight || !dct || !centers) return EDGE_ARENA_TOO_SMALL;
-    mel_low = af_mel((double)lower);
-    spacing = (af_mel((double)upper) - mel_low) / (double)(d->channels + 1);
-    for (i = 0; i < d->channels + 1; i++) centers[i] = mel_low + spacing * (i + 1);
-    hz_per_bin = 0.5 * rate / (double)(d->bins - 1);
-    d->start = (int32_t)(1.5 + (double)lower / hz_per_bin);
-    if ((double)upper / hz_per_bin >= (double)d->bins)
-        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "upper_frequency_limit falls past the spectrogram's bins");
-    d->end = (int32_t)((double)upper / hz_per_bin);
-    for (i = 0, channel = 0; i < d->bins; i++) {
-        band[i] = -2;
-        weight[i] = 0.0;
-        if (i < d->start || i > d->end) continue;
-        while (channel < d->channels && centers[channel] < af_mel(i * hz_per_bin)) channel++;
-        band[i] = channel - 1;
-        weight[i] = band[i] >= 0 ? (centers[band[i] + 1] - af_mel(i * hz_per_bin)) / (centers[band[i] + 1] - centers[band[i]])
-                                 : (centers[0] - af_mel(i * hz_per_bin)) / (centers[0] - mel_low);
+    if (!dct) return EDGE_ARENA_TOO_SMALL;
+    if (rate_t->is_const) {
+        band = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (size_t)d->bins);
+        weight = (double *)edge_alloc_persistent(ctx, sizeof(double) * (size_t)d->bins);
+        centers = (double *)edge_alloc_persistent(ctx, sizeof(double) * (size_t)(d->channels + 1)); /* prepare only */
+        if (!band || !weight || !centers) return EDGE_ARENA_TOO_SMALL;
+        if (!af_filterbank(d, rate, band, weight, centers, &d->start, &d->end))
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "upper_frequency_limit falls past the spectrogram's bins");
+    } else if ((s = edge_request_scratch(ctx, node, (sizeof(double) + sizeof(int32_t)) * (size_t)d->bins +
+                                         sizeof(double) * (size_t)(d->channels + 1), &d->filterbank)) != EDGE_OK) {
+        return s; /* a rate computed at run time: the filterbank is built at eval (LiteRT reads the rate there) */
     }
     for (i = 0; i < d->coefficients; i++)
         for (j = 0; j < d->channels; j++)
@@ -226,15 +249,33 @@ void edge_eval_mfcc(const edge_node_t *node, edge_ctx_t *ctx) {
     float *out = (float *)edge_out(ctx, node, 0)->data;
     double *bank = (double *)edge_scratch(ctx, node, d->bank);
     const int64_t frames = (int64_t)x->dims[0] * x->dims[1];
+    const int32_t *band = d->band;
+    const double *weight = d->weight;
+    int32_t start = d->start, end = d->end;
     int64_t f;
     int32_t i, j;
+    if (d->filterbank >= 0) { /* the rate read now: weights [bins], centers [channels + 1], bands [bins] */
+        double *fb = (double *)edge_scratch(ctx, node, d->filterbank);
+        int32_t *bands = (int32_t *)(fb + d->bins + d->channels + 1);
+        const int32_t rate = *(const int32_t *)edge_in(ctx, node, 1)->data;
+        if (rate <= 0) { /* LiteRT fails the invoke there */
+            EDGE_EVAL_BAD_INPUT(ctx, node, 1, 0, rate, "the sample rate must be positive");
+            return;
+        }
+        if (!af_filterbank(d, rate, bands, fb, fb + d->bins, &start, &end)) {
+            for (f = 0; f < frames * d->coefficients; f++) out[f] = 0.0f; /* LiteRT's output then */
+            return;
+        }
+        band = bands;
+        weight = fb;
+    }
     for (f = 0; f < frames; f++) {
         const float *spec = in + f * d->bins;
         float *coef = out + f * d->coefficients;
         for (j = 0; j < d->channels; j++) bank[j] = 0.0;
-        for (i = d->start; i <= d->end; i++) { /* each bin: weight to its band, the rest to the next one */
-            const double mag = sqrt((double)spec[i]), weighted = mag * d->weight[i];
-            const int32_t c = d->band[i];
+        for (i = start; i <= end; i++) { /* each bin: weight to its band, the rest to the next one */
+            const double mag = sqrt((double)spec[i]), weighted = mag * weight[i];
+            const int32_t c = band[i];
             if (c >= 0) bank[c] += weighted;
             if (c + 1 < d->channels) bank[c + 1] += mag - weighted;
         }

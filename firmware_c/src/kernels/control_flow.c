@@ -103,6 +103,16 @@ edge_status_t edge_prepare_while(edge_node_t *node, edge_ctx_t *ctx) {
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "WHILE: a cond input differs from its loop variable in type or shape (static shapes)");
     if (edge_subgraph_io(ctx, body, 0, &ins) != n || edge_subgraph_io(ctx, body, 1, &outs) != n)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "WHILE: body needs one input and one output per loop variable");
+    for (k = 0; k < n; k++) {
+        /* a body that changes a loop variable's shape (a sequence grown by CONCATENATION each iteration): LiteRT
+         * re-prepares the body at every iteration's shapes; this runtime plans every byte before the first invoke.
+         * The message names the loop variable (edge_error_message prints the tensor's name). */
+        const edge_tensor_t *v = edge_in(ctx, node, k), *next = edge_subgraph_tensor(ctx, body, outs[k]);
+        if (next && next->type == v->type && !ec_same_shape(next, v)) {
+            ctx->interp->error.tensor = node->inputs[k];
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "WHILE: the body changes this loop variable's shape each iteration (dynamic shapes; the Python interpreter runs it)");
+        }
+    }
     if (!ec_callee_like_node(ctx, node, body, ins, n, 0, 1) || !ec_callee_like_node(ctx, node, body, outs, n, 0, 1))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "WHILE: a body input or output differs from its loop variable in type or shape (static shapes)");
     for (k = 0; k < n; k++) {

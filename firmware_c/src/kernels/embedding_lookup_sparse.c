@@ -45,7 +45,8 @@ edge_status_t edge_prepare_embedding_lookup_sparse(edge_node_t *node, edge_ctx_t
     if (w->type != EDGE_FLOAT32 || params->type != EDGE_FLOAT32 || edge_out(ctx, node, 0)->type != EDGE_FLOAT32)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "weights, params and output must be FLOAT32");
     if ((s = edge_type_built(ctx, EDGE_FLOAT32)) != EDGE_OK) return s;
-    if (!dense->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "dense_shape computed at run time");
+    if (!dense->is_const)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "input 2 dense_shape is computed at run time from data (the output shape follows its values); only a constant or a value known at prepare");
     rank = (int32_t)edge_tensor_elements(dense);
     if (ids->rank != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "ids must be 1-D");
     if (rank < 1 || rank > ELS_MAX_RANK) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "dense_shape must hold 1..8 dimensions");

@@ -1,7 +1,8 @@
 /* NON_MAX_SUPPRESSION_V4 / V5 as LiteRT's reference kernel (TFLM has none; edge_sdk/runtime/kernels/nms.py,
  * which says the algorithm and its tie rules): inputs (boxes [N, 4] y1 x1 y2 x2 FLOAT32, scores [N] FLOAT32,
- * max_output_size INT32, iou_threshold FLOAT32, score_threshold FLOAT32 [, soft_nms_sigma FLOAT32 for V5]), the
- * scalars constant (checked in prepare: 0 <= iou <= 1, sigma >= 0, max_output_size >= 0); outputs V4
+ * max_output_size INT32, iou_threshold FLOAT32, score_threshold FLOAT32 [, soft_nms_sigma FLOAT32 for V5]),
+ * max_output_size constant (>= 0: it sizes the outputs), each threshold constant (checked in prepare: 0 <= iou <= 1,
+ * sigma >= 0) or computed at run time (read at eval, unchecked, as LiteRT reads it); outputs V4
  * (selected_indices INT32 [max_output_size], valid_outputs INT32 scalar), V5 (selected_indices,
  * selected_scores FLOAT32 [max_output_size], valid_outputs); slots past the count are 0.
  * The candidates' max-priority queue lives in scratch (N entries) and moves elements as libstdc++'s
@@ -16,8 +17,8 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
 
-EDGE_KERNEL(NON_MAX_SUPPRESSION_V4, non_max_suppression_v4, 1, "FLOAT32", "boxes [N,4], scores [N]; constant scalar limits")
-EDGE_KERNEL(NON_MAX_SUPPRESSION_V5, non_max_suppression_v5, 1, "FLOAT32", "boxes [N,4], scores [N]; constant scalar limits")
+EDGE_KERNEL(NON_MAX_SUPPRESSION_V4, non_max_suppression_v4, 1, "FLOAT32", "boxes [N,4], scores [N]; constant max_output_size")
+EDGE_KERNEL(NON_MAX_SUPPRESSION_V5, non_max_suppression_v5, 1, "FLOAT32", "boxes [N,4], scores [N]; constant max_output_size")
 
 typedef struct {
     float score;
@@ -27,10 +28,21 @@ typedef struct {
 typedef struct {
     int32_t n, max_output, soft, heap;
     float iou, score, sigma;
+    int32_t at_eval; /* bit k - 3: threshold input k (3 iou, 4 score, 5 sigma) is read at eval (computed from data) */
 } nms_data_t;
 
 static int nms_scalar(const edge_tensor_t *t, int32_t type) {
     return t && t->type == type && t->is_const && edge_tensor_elements(t) == 1;
+}
+
+/* One FLOAT32 value, a constant or computed at run time (LiteRT reads the thresholds at eval). */
+static int nms_threshold(const edge_tensor_t *t) {
+    return t && t->type == EDGE_FLOAT32 && edge_tensor_elements(t) == 1;
+}
+
+/* Threshold input k's value: the constant prepare read, or (bit k - 3 of at_eval) the tensor's value now. */
+static float nms_value(const edge_node_t *node, edge_ctx_t *ctx, const nms_data_t *d, int32_t k, float prepared) {
+    return (d->at_eval >> (k - 3)) & 1 ? *(const float *)edge_in(ctx, node, k)->data : prepared;
 }
 
 static edge_status_t nms_prepare(edge_node_t *node, edge_ctx_t *ctx, int soft) {
@@ -55,9 +67,11 @@ static edge_status_t nms_prepare(edge_node_t *node, edge_ctx_t *ctx, int soft) {
     if (boxes->rank != 2 || boxes->dims[1] != 4) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "NMS: boxes must be [num_boxes, 4]");
     if (scores->rank != 1 || scores->dims[0] != boxes->dims[0])
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "NMS: scores must hold one value per box");
-    if (!nms_scalar(mo, EDGE_INT32) || !nms_scalar(iou, EDGE_FLOAT32) || !nms_scalar(st, EDGE_FLOAT32) ||
-        (soft && !nms_scalar(sg, EDGE_FLOAT32)))
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "NMS: max_output_size (INT32) and the thresholds (FLOAT32) must be constant scalars");
+    /* prepare reads them (the output size is max_output_size): a constant or a value known at prepare only */
+    if (!nms_scalar(mo, EDGE_INT32))
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "NMS: input 2 max_output_size must be one INT32 constant or value known at prepare, not computed at run time from data (the output size follows it)");
+    if (!nms_threshold(iou) || !nms_threshold(st) || (soft && !nms_threshold(sg)))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "NMS: iou_threshold, score_threshold (and soft_nms_sigma) must each be one FLOAT32 value");
     if (edge_out(ctx, node, 0)->type != EDGE_INT32 || edge_out(ctx, node, n_out - 1)->type != EDGE_INT32 ||
         (soft && edge_out(ctx, node, 1)->type != EDGE_FLOAT32))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "NMS: outputs are INT32 indices, [FLOAT32 scores,] an INT32 count");
@@ -66,9 +80,11 @@ static edge_status_t nms_prepare(edge_node_t *node, edge_ctx_t *ctx, int soft) {
     node->user_data = d;
     d->n = boxes->dims[0];
     d->max_output = *(const int32_t *)mo->data;
-    d->iou = *(const float *)iou->data;
-    d->score = *(const float *)st->data;
-    d->sigma = soft ? *(const float *)sg->data : 0.0f;
+    /* a threshold computed from data is read at eval, unchecked (LiteRT's); a constant one is checked here */
+    d->at_eval = (iou->is_const ? 0 : 1) | (st->is_const ? 0 : 2) | (soft && !sg->is_const ? 4 : 0);
+    d->iou = iou->is_const ? *(const float *)iou->data : 0.0f;
+    d->score = st->is_const ? *(const float *)st->data : 0.0f;
+    d->sigma = soft && sg->is_const ? *(const float *)sg->data : 0.0f;
     d->soft = soft;
     if (d->max_output < 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "NMS: max_output_size is negative");
     if (!(d->iou >= 0.0f && d->iou <= 1.0f)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "NMS: iou_threshold not within [0, 1]");
@@ -147,14 +163,16 @@ static void nms_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     int32_t *count = (int32_t *)edge_out(ctx, node, d->soft ? 2 : 1)->data;
     nms_cand_t *heap = d->heap >= 0 ? (nms_cand_t *)edge_scratch(ctx, node, d->heap) : 0;
     int32_t len = 0, n_sel = 0, i, j, n_out;
-    const float scale = d->sigma > 0.0f ? (float)(-0.5 / (double)d->sigma) : 0.0f;
+    const float iou_t = nms_value(node, ctx, d, 3, d->iou), score_t = nms_value(node, ctx, d, 4, d->score);
+    const float sigma = d->soft ? nms_value(node, ctx, d, 5, d->sigma) : 0.0f;
+    const float scale = sigma > 0.0f ? (float)(-0.5 / (double)sigma) : 0.0f;
     if (!EDGE_WITH_FLOAT32) return;
     for (i = 0; i < d->max_output; i++) {
         sel[i] = 0;
         if (picked) picked[i] = 0.0f;
     }
     for (i = 0; i < d->n; i++) {
-        if (scores[i] > d->score) {
+        if (scores[i] > score_t) {
             nms_cand_t c;
             c.score = scores[i];
             c.index = i;
@@ -169,15 +187,15 @@ static void nms_eval(const edge_node_t *node, edge_ctx_t *ctx) {
         int hard = 0;
         for (j = n_sel - 1; j >= c.begin; j--) {
             const float o = nms_iou(boxes, c.index, sel[j]);
-            if (o >= d->iou) {
+            if (o >= iou_t) {
                 hard = 1;
                 break;
             }
-            if (d->sigma > 0.0f) {
+            if (sigma > 0.0f) {
                 const float e = scale * o * o;
                 c.score = c.score * expf(e);
             }
-            if (c.score <= d->score) break;
+            if (c.score <= score_t) break;
         }
         c.begin = n_sel;
         if (!hard) {
@@ -186,7 +204,7 @@ static void nms_eval(const edge_node_t *node, edge_ctx_t *ctx) {
                 if (picked) picked[n_sel] = c.score;
                 n_sel++;
             }
-            if (c.score > d->score) nms_push_up(heap, len++, c);
+            if (c.score > score_t) nms_push_up(heap, len++, c);
         }
     }
     *count = n_sel;

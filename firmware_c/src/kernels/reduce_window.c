@@ -43,7 +43,13 @@ edge_status_t edge_prepare_reduce_window(edge_node_t *node, edge_ctx_t *ctx) {
     if (x->rank < 1 || x->rank > RW_MAX_RANK) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input rank must be 1..6");
     for (v = 0; v < 3; v++) {
         if (vec[v]->type != EDGE_INT64) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "window vectors must be INT64");
-        if (!vec[v]->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "window vector computed at run time");
+        /* a window vector from data would size the output at eval: a constant or a value known at prepare only */
+        if (!vec[v]->is_const && v == 0)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "input 2 window_shape is computed at run time from data (the output shape follows its values); only a constant or a value known at prepare");
+        if (!vec[v]->is_const && v == 1)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "input 3 window_strides is computed at run time from data (the output shape follows its values); only a constant or a value known at prepare");
+        if (!vec[v]->is_const)
+            return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "input 4 window_dilations is computed at run time from data (the output shape follows its values); only a constant or a value known at prepare");
         if (edge_tensor_elements(vec[v]) != x->rank)
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "window vectors need one value per input dimension");
         for (k = 0; k < x->rank; k++)

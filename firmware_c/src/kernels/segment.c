@@ -40,7 +40,8 @@ static edge_status_t useg_prepare(edge_node_t *node, edge_ctx_t *ctx, int sorted
     if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
     if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from the data");
     if (ids->type != EDGE_INT32 || n->type != EDGE_INT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "segment_ids and num_segments must be INT32");
-    if (sorted && !ids->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "segment_ids computed at run time (the output size depends on their values)");
+    if (sorted && !ids->is_const)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "input 1 segment_ids is computed at run time from data (the output size depends on their values); only a constant or a value known at prepare");
     if (sorted && (ids->rank != 1 || x->rank < 1)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "segment_ids must be 1-D");
     if (!sorted && (!n->is_const || edge_tensor_elements(n) != 1)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "num_segments must be one constant value");
     if (ids->rank > x->rank) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "segment_ids must be the leading shape of the data");
