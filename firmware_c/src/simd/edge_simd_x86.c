@@ -441,6 +441,25 @@ T_VNNI static void vnni_rows(const edge_simd_qgemm_t *g, const uint8_t *a, int32
     }
 }
 
+/* One row of k values as vnni_tile reads it (step s at dst[s * GEMM_MR * 4]), flipped to unsigned (a ^ 0x80), the
+ * steps past k 0x80 (0 ^ 0x80, times the packing's zero weights): one dword at a time on the scalar ports, where
+ * VPSCATTERDD cost more than the tiles' share of a row at k 8..24 (112x112x16 -> 96: 13% of the layer). */
+static inline void vnni_interleave_row(const int8_t *src, int32_t k, int32_t kpad, uint8_t *dst) {
+    int32_t s;
+    for (s = 0; s < k / 4; s++) {
+        uint32_t v;
+        memcpy(&v, src + 4 * s, 4);
+        v ^= 0x80808080u;
+        memcpy(dst + (int64_t)s * GEMM_MR * 4, &v, 4);
+    }
+    for (; 4 * s < kpad; s++) {
+        uint32_t v = 0;
+        if (4 * s < k) memcpy(&v, src + 4 * s, (size_t)(k - 4 * s));
+        v ^= 0x80808080u;
+        memcpy(dst + (int64_t)s * GEMM_MR * 4, &v, 4);
+    }
+}
+
 T_VNNI static void vnni_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int32_t lda, int32_t n0,
                              int32_t n1, int8_t *y, int32_t ldy, void *work) {
     const int32_t k = g->k, kpad = g->kpad;
@@ -463,6 +482,9 @@ T_VNNI static void vnni_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_
                 _mm512_mask_storeu_epi8((void *)(buf + i), mp,
                                         _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, (const void *)(src + i)), flip));
             }
+        } else if (kpad <= 64) { /* 16 steps or fewer: dword copies, not a 16-lane scatter per row */
+            for (r = 0; r < mr; r++)
+                vnni_interleave_row(a + (int64_t)(m0 + r) * lda, k, kpad, buf + 4 * r);
         } else {
             for (r = 0; r < mr; r++) { /* rows as unsigned (a ^ 0x80), interleaved (vnni_tile), k padded with 0x80 */
                 const int8_t *src = a + (int64_t)(m0 + r) * lda;
