@@ -228,7 +228,8 @@ T_VNNI static INLINE __m512i rq512_scaled(__m512i acc, const rq512_t *c) {
     to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, neg), to, r31);
     te = _mm512_srav_epi64(te, c->shift_even);
     to = _mm512_srav_epi64(to, c->shift_odd);
-    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, te, _mm512_shuffle_epi32(to, (_MM_PERM_ENUM)0xB1));
+    /* the odd lanes' values (each in its qword's low dword) moved up into te's odd lanes: one masked VPSHUFD */
+    return _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, (_MM_PERM_ENUM)0xB1);
 }
 
 /* Two blocks' requantized int32 (q0: channels c0 .. c0 + 15, q1: the next 16) as 32 int8 in channel order:
@@ -253,7 +254,7 @@ T_VNNI static INLINE __m512i rq512_apply(__m512i acc, const rq512_t *c) {
     to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, neg), to, r31);
     te = _mm512_srav_epi64(te, c->shift_even);
     to = _mm512_srav_epi64(to, c->shift_odd);
-    q = _mm512_mask_blend_epi32((__mmask16)0xAAAA, te, _mm512_shuffle_epi32(to, (_MM_PERM_ENUM)0xB1));
+    q = _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, (_MM_PERM_ENUM)0xB1);
     q = _mm512_add_epi32(q, c->zp);
     return _mm512_min_epi32(_mm512_max_epi32(q, c->lo), c->hi);
 }
