@@ -553,9 +553,9 @@ T_VNNI static INLINE void few_rows(const edge_simd_qgemm_t *g, const int8_t *a, 
         const int32_t left = m - p < px ? m - p : px, bytes = left * n;
         const int8_t *blk = a + (int64_t)p * k;
         __m512i q;
-        if ((int64_t)p * k + reach > total) {
-            memset(tail, 0, sizeof tail);
+        if ((int64_t)p * k + reach > total) { /* the bytes the loads reach: the pixels left, then zeros */
             memcpy(tail, blk, (size_t)left * (size_t)k);
+            memset(tail + (int64_t)left * k, 0, (size_t)(reach - (int64_t)left * k));
             blk = tail;
         }
         q = rq512_apply(few_vector(blk, k, steps, gp, n2, GROUPS, perm, wv, bias), &rq);
@@ -1022,7 +1022,10 @@ T_AVX2 static void avx2_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_
 void edge_simd_qgemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int32_t lda, int32_t n0, int32_t n1,
                      int8_t *y, int32_t ldy, void *work) {
     /* y columns: the tiles store at column c of row r from y (y points at column 0) */
-    if (edge_simd_qgemm_few(g->level, g->n, g->k) && lda == g->k && ldy == g->n && n0 == 0 && n1 >= g->n)
+    if (edge_simd_qgemm_few(g->level, g->n, g->k) && m == 1) { /* the row kernel, its k <= 64 bytes here */
+        uint8_t row[FEW_K];
+        vnni_gemm(g, a, m, lda, n0, n1, y, ldy, row);
+    } else if (edge_simd_qgemm_few(g->level, g->n, g->k) && lda == g->k && ldy == g->n && n0 == 0 && n1 >= g->n)
         few_gemm(g, a, m, y);
     else if (g->level == EDGE_SIMD_X86_AMX && m >= AMX_MIN_ROWS) amx_gemm(g, a, m, lda, n0, n1, y, ldy, work);
     else if (g->level >= EDGE_SIMD_X86_AVX512VNNI) vnni_gemm(g, a, m, lda, n0, n1, y, ldy, work);
