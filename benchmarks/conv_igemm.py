@@ -130,9 +130,9 @@ def window_conv_cuts(paths: list[Path], out_dir: Path, pointwise: bool = False) 
     return cuts
 
 
-# --built: int8 1x1 CONV_2D one-op models of our own (tests/oprunner.op_model, seeded weights, per-channel scales, RELU6):
-# few output channels (a U-Net's 16 -> 1 head, detector score heads: edge_simd_qgemm_few), small-K expansions and a
-# narrow projection, (h, w, input channels, output channels)
+# --built: int8 1x1 CONV_2D one-op models of our own (tests/oprunner.op_model, seeded weights, per-channel scales,
+# RELU6): few output channels (a U-Net's 16 -> 1 head, detector score heads: edge_simd_qgemm_few), small-K
+# expansions and a narrow projection, (h, w, input channels, output channels)
 BUILT_POINTWISE = [(96, 96, 16, 1), (56, 56, 16, 4), (48, 48, 16, 8), (64, 64, 24, 3), (48, 48, 64, 2), (12, 12, 88, 2),
                    (6, 6, 96, 6), (112, 112, 32, 16), (48, 48, 8, 48), (112, 112, 16, 96), (56, 56, 24, 144)]
 

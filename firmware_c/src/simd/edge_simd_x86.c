@@ -560,8 +560,8 @@ T_VNNI static INLINE void few_rows(const edge_simd_qgemm_t *g, const int8_t *a, 
         }
         q = rq512_apply(few_vector(blk, k, steps, gp, n2, GROUPS, perm, wv, bias), &rq);
         if (n2 != n) q = _mm512_maskz_compress_epi32(keep, q);
-        _mm_mask_storeu_epi8((void *)(y + (int64_t)p * n), bytes >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << bytes) - 1u),
-                             _mm512_cvtepi32_epi8(q));
+        _mm_mask_storeu_epi8((void *)(y + (int64_t)p * n),
+                             bytes >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << bytes) - 1u), _mm512_cvtepi32_epi8(q));
     }
 }
 
