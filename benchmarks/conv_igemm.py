@@ -3,6 +3,7 @@ XNNPACK, in one run.
 
     .venv/bin/python benchmarks/conv_igemm.py --before DIR [--models a.tflite ...] [--zoo-sizes 96]
                                               [--rounds 5] [--seconds 0.2] [--no-zoo] [--no-cuts] [--pointwise]
+                                              [--built]
 
 DIR is another checkout (or an exported copy, `git archive REV | tar -x -C DIR`) whose firmware_c is built there
 (`make -C DIR/firmware_c host`): the "before". Three long-lived workers, one thread each: the C runtime of this
@@ -16,7 +17,8 @@ or pads; --pointwise: the 1x1 stride-1 nodes instead, the direct GEMM's) cut fro
 quantization), then the whole models: ../shared's int8 models (mobilenet_v2 quantized, person_detect: LiteRT
 refuses it, its XNNPACK cell is n/a) and benchmarks/zoo.py's int8 models at --zoo-sizes. Prints us per invoke,
 after / before and after / XNNPACK per item and their geomeans, and whether before and after gave the same output
-bytes (they must: both are TFLM's).
+bytes (they must: both are TFLM's). --built: BUILT_POINTWISE's int8 1x1 one-op models instead (our writer: few output
+channels, small-K expansions; issue 26's remaining int8 gaps), nothing else.
 """
 
 from __future__ import annotations
@@ -128,6 +130,34 @@ def window_conv_cuts(paths: list[Path], out_dir: Path, pointwise: bool = False) 
     return cuts
 
 
+# --built: int8 1x1 CONV_2D one-op models of our own (tests/oprunner.op_model, seeded weights, per-channel scales,
+# RELU6): few output channels (a U-Net's 16 -> 1 head, detector score heads: edge_simd_qgemm_few), small-K
+# expansions and a narrow projection, (h, w, input channels, output channels)
+BUILT_POINTWISE = [(96, 96, 16, 1), (56, 56, 16, 4), (48, 48, 16, 8), (64, 64, 24, 3), (48, 48, 64, 2), (12, 12, 88, 2),
+                   (6, 6, 96, 6), (112, 112, 32, 16), (48, 48, 8, 48), (112, 112, 16, 96), (56, 56, 24, 144)]
+
+
+def built_pointwise(out_dir: Path) -> list[tuple[str, Path]]:
+    """BUILT_POINTWISE's models, written to out_dir."""
+    from tests.oprunner import T, op_model
+
+    items = []
+    for h, w, c, o in BUILT_POINTWISE:
+        rng = np.random.default_rng(h + c + o)
+        ws = list(rng.uniform(0.3, 3, o) / (20 * np.sqrt(c)))
+        wt = T((o, 1, 1, c), "INT8", ws, 0, quantized_dimension=0,
+               data=rng.integers(-127, 128, (o, 1, 1, c), dtype=np.int8))
+        b = T((o,), "INT32", [0.05 * v for v in ws], 0, quantized_dimension=0,  # XNNPACK: input x weight scale
+              data=rng.integers(-3000, 3000, o).astype(np.int32))
+        model = op_model("CONV_2D", [T((1, h, w, c), "INT8", 0.05, 3), wt, b], [T((1, h, w, o), "INT8", 0.05, -7)],
+                         options={"padding": "SAME", "stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                                  "dilation_w_factor": 1, "fused_activation_function": "RELU6"}, version=3)
+        path = out_dir / f"built_{h}x{w}x{c}_{o}.tflite"
+        path.write_bytes(model)
+        items.append((f"built {h}x{w}x{c} 1x1->{o}", path))
+    return items
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", help=argparse.SUPPRESS)
@@ -139,6 +169,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-models", action="store_true", help="cuts only")
     ap.add_argument("--pointwise", action="store_true",
                     help="cut the 1x1 stride-1 CONV_2D nodes (the direct GEMM) instead of the windowed ones")
+    ap.add_argument("--built", action="store_true",
+                    help="time BUILT_POINTWISE's int8 1x1 one-op models (ours) alone, no cuts, no whole models")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=0.2, help="per burst")
     a = ap.parse_args(argv)
@@ -154,6 +186,8 @@ def main(argv=None) -> int:
         import zoo
         paths += [zoo.cached_path(arch, size, "int8") for size in a.zoo_sizes for arch in zoo.ARCHS]
     with tempfile.TemporaryDirectory(prefix="conv_igemm-") as tmp:  # the cuts, removed at the end
+        if a.built:
+            return compare_items(a, built_pointwise(Path(tmp)), "int8 CONV_2D 1x1 one-op models (ours)")
         return _compare(a, paths, Path(tmp))
 
 

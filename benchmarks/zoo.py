@@ -18,6 +18,9 @@ Six architectures, each a classifier / detector / segmenter of the kind issue 26
   unet              U-Net-style segmenter: 3x3 conv pairs, MAX_POOL_2D down, TRANSPOSE_CONV 2x2 s2 up (deep level)
                     and RESIZE_BILINEAR + 3x3 conv up (shallow levels), CONCATENATION skips, 1x1 conv, LOGISTIC
 
+and, outside the speed zoo (ACCURACY_ARCHS: built by name, never in the geomeans), pose_landmark: a BlazePose-
+landmark-like net of un-normalized residual blocks with four heads, for float accuracy against LiteRT's reference.
+
 float32 models are built directly; int8 ones are our converter's (converters.convert, precision "int8", int8 I/O)
 from the float model with random calibration data (uniform [-1, 1], seeded); fp16w ones are the float model with
 its weights stored as LiteRT's converter writes float16 weights (every MediaPipe float model: palm_detection_lite):
@@ -328,13 +331,57 @@ def unet(net: _Net, x: int) -> list[int]:
     return [net.unary("LOGISTIC", net.conv(x, 1, 1, gain=0.5))]
 
 
+def _pose_residual(net: _Net, x: int) -> int:
+    """x + 1x1(dw 3x3(x)), no activation: the residual stream grows through the stack (gain 0.7 per branch)."""
+    return net.binary("ADD", x, net.conv(net.dw(x, 3, 1), net.shape[x][-1], 1, 1, gain=0.7))
+
+
+def _pose_down(net: _Net, x: int, cout: int) -> int:
+    y = net.conv(net.dw(x, 3, 2), cout, 1, 1, "RELU")
+    shortcut = net.pool("MAX_POOL_2D", x, 2, 2)
+    return net.binary("ADD", net.pad_channels(shortcut, cout - net.shape[x][-1]), y)
+
+
+def pose_landmark(net: _Net, x: int) -> list[int]:
+    """A BlazePose-landmark-like net for float accuracy (issue 26: pose_landmark_full's segmentation output drifted
+    6.6e-4 of its range from LiteRT's reference kernels): an encoder of 20 un-normalized residual blocks (activations
+    in the 1e5 .. 1e7 at gain 0.7), a decoder of RESIZE_BILINEAR x2 + 1x1 + ADD skips, and four heads: landmarks (MEAN,
+    FULLY_CONNECTED 195), a LOGISTIC flag, a 39-channel 3x3 heatmap and a segmentation map at the input's size
+    (TRANSPOSE_CONV, RESIZE_BILINEAR + 3x3, 5x5, PRELU). Sizes: multiples of 64."""
+    size = net.shape[x][1]
+    x = net.conv(x, 24, 3, 2, "RELU")
+    skips = []
+    for cout, blocks in ((32, 2), (64, 3), (128, 4), (192, 5), (288, 6)):
+        x = _pose_down(net, x, cout)
+        for _ in range(blocks):
+            x = _pose_residual(net, x)
+        skips.append(x)
+    y = x
+    for skip in reversed(skips[:-1]):
+        y = _pose_residual(net, net.binary("ADD", net.conv(net.resize(y, 2), net.shape[skip][-1], 1, 1), skip))
+    heatmap = net.conv(_pose_residual(net, y), 39, 3, 1)
+    z = x
+    for _ in range(2):
+        z = _pose_residual(net, net.conv(net.dw(z, 3, 2), 288, 1, 1, "RELU"))
+    pooled = net.mean(z, keep_dims=False)
+    landmarks, flag = net.fc(pooled, 195), net.unary("LOGISTIC", net.fc(pooled, 1))
+    seg = net.tconv(y, 16)
+    while net.shape[seg][1] < size:
+        seg = net.conv(net.resize(seg, 2), 8, 3, 1, "RELU")
+    seg = net.conv(net.prelu(net.conv(seg, 8, 5, 1)), 1, 3, 1)
+    return [landmarks, flag, heatmap, seg]
+
+
 BUILDERS = {"mobilenet_v1": mobilenet_v1, "mobilenet_v2": mobilenet_v2, "mobilenet_v3s": mobilenet_v3s,
-            "efficientnet_l0": efficientnet_l0, "blazeface": blazeface, "unet": unet}
+            "efficientnet_l0": efficientnet_l0, "blazeface": blazeface, "unet": unet, "pose_landmark": pose_landmark}
+# Built for float accuracy checks (tests/test_speed26_pose_accuracy.py), not among ARCHS: the speed zoo's geomeans
+# and tests/test_bench_zoo.py's peers keep their six architectures
+ACCURACY_ARCHS = ("pose_landmark",)
 
 
 def float_model(arch: str, size: int, seed: int = 0) -> bytes:
     if arch not in BUILDERS:
-        raise ValueError(f"unknown architecture {arch!r} (one of {', '.join(ARCHS)})")
+        raise ValueError(f"unknown architecture {arch!r} (one of {', '.join(BUILDERS)})")
     if size % 16:
         raise ValueError(f"{arch}: input size {size} must be a multiple of 16 (the U-Net's three 2x2 pools)")
     net = _Net(seed)
@@ -446,7 +493,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="folder for {arch}_{size}_{dtype}.tflite")
     ap.add_argument("--sizes", nargs="*", type=int, default=list(SIZES))
-    ap.add_argument("--arch", nargs="*", default=list(ARCHS), choices=ARCHS)
+    ap.add_argument("--arch", nargs="*", default=list(ARCHS), choices=list(BUILDERS))
     ap.add_argument("--dtype", nargs="*", default=list(DTYPES), choices=ALL_DTYPES)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)

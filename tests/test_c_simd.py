@@ -88,8 +88,8 @@ def test_conv_2d_simd_equals_portable(backend, levels, seed):
 # beside 4 blocks of 16 channels, 12 rows beside the last 1-2 blocks), its k steps 4 values (a 64-byte chunk of a
 # row 16 steps): pixels 1 (the one-row path), 5, 7, 11, 13, 25 (not multiples of 6 / 12, a half-empty second half),
 # output channels 1, 24, 40, 65 (a block partly valid), 48 (6 x 3), 72, 200 (after full 64-channel groups: 1 and 1/2
-# blocks left), input channels not multiples of 4 and past one 64-byte chunk (67, 130). At that level a narrow input
-# widened (c <= 32, o >= 4c: the first two and the last three) runs the GEMM, the others the indirection conv.
+# blocks left), input channels not multiples of 4 and past one 64-byte chunk (67, 130). At that level an expansion
+# (o >= 2c: the first three, 3x4x64-128 and the last three) runs the GEMM, the others the indirection conv.
 _GEMM_TAILS = [((1, 1), 5, 200), ((1, 5), 3, 24), ((1, 7), 16, 48), ((1, 11), 67, 65), ((13, 1), 130, 72),
                ((5, 5), 33, 40), ((2, 6), 8, 1), ((3, 4), 64, 128), ((1, 13), 7, 72), ((5, 5), 16, 200), ((1, 11), 24, 96)]
 
@@ -114,15 +114,16 @@ def test_conv_1x1_gemm_tails_equal_portable_and_tflm(backend, levels, hw, c, o):
     lib, lv = levels
     if 2 not in lv:
         return
-    # the path at AVX-512 VNNI (conv_2d.c): the indirection conv (no fast-path scratch) but for a narrow input
-    # widened (c <= 32, o >= 4c), which keeps the GEMM on its flipped copy of 12 rows (its work area as scratch)
+    # the path at AVX-512 VNNI (conv_2d.c): the indirection conv (no fast-path scratch) but for an expansion (o >= 2c),
+    # which keeps the GEMM on its flipped copy of 12 rows (its work area as scratch), unless few channels (o <= 8, c a
+    # multiple of 4 up to 64: edge_simd_qgemm_few, no work area)
     lib.edge_simd_set(2)
     try:
         it = backend.CInterpreter(model_content=model)
         it.allocate_tensors()
     finally:
         lib.edge_simd_set(-1)
-    gemm = c <= 32 and o >= 4 * c
+    gemm = o >= 2 * c and not (o <= 8 and c % 4 == 0 and c <= 64)
     assert (it.arena_parts()["fast_path_scratch"] > 0) == gemm
 
 

@@ -100,12 +100,15 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
     d->simd_scratch = -1;
     if (d->rq_generic || !conv_simd_int8(d, w, bias)) return EDGE_OK;
     /* A window: its taps read in place (a patch's window moves). A 1x1 stride-1 filter too (the indirection conv's
-     * one tap: 6 x 64 tiles on the input rows as they lie, flipped in registers), except a narrow input widened
-     * (c <= 32, o >= 4c: mobilenet_v2's expansions), where the GEMM's 12-row tiles on a flipped copy ran faster
-     * (112x112x16->96: 0.7 vs 0.8 ms; 1x1 layers of c >= 64 or o < 4c: 0.33-0.64x the GEMM's time; conv_igemm.py
-     * --pointwise, load average ~7 on 2 CPUs). */
+     * one tap: 6 x 64 tiles on the input rows as they lie, flipped in registers), except an expansion (o >= 2c:
+     * inverted residuals' first 1x1), where the GEMM's 12-row tiles on a flipped copy run faster, and a 1x1 into few
+     * channels (edge_simd_qgemm_few: a U-Net's 16 -> 1 head), whose GEMM runs 16 / n2 pixels a vector where a
+     * tile's 16-channel block had 1 valid. C microbenchmark, GEMM vs indirection conv on the same shapes (thread CPU
+     * time, min of 40 rounds, after vnni_interleave_row): expansions qconv / GEMM 1.04-1.18 (56x56x24->144 1.17,
+     * 14x14x96->576 1.15, 7x7x320->1280 1.15, 24x24x48->96 1.12), o <= c 0.62-1.02 (56x56x96->24 0.62). */
     const int one_by_one = d->kh == 1 && d->kw == 1 && d->sh == 1 && d->sw == 1 && d->geo.pt == 0 && d->geo.pl == 0;
-    if ((!one_by_one || d->c > 32 || d->o < 4 * d->c) && !edge_in_patch_stage(ctx->interp, node)) {
+    const int few = one_by_one && edge_simd_qgemm_few(level, d->o, d->k);
+    if ((!one_by_one || d->o < 2 * d->c) && !few && !edge_in_patch_stage(ctx->interp, node)) {
         edge_simd_dwf_t p;
         memset(&p, 0, sizeof p);
         p.h = d->geo.h;
@@ -147,6 +150,10 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
                       ? CONV_FAST_DIRECT
                       : CONV_FAST_GEMM;
     d->simd_threads = edge_simd_threads();
+    if (few) { /* no work area (scr NULL) */
+        d->simd_part_bytes = 0;
+        return EDGE_OK;
+    }
     d->simd_part_bytes = (uint32_t)(((d->geo.fast == CONV_FAST_DIRECT ? 0 : (size_t)CONV_SIMD_MB * (size_t)d->k) +
                                      edge_simd_qgemm_work(level, d->k) + 63) & ~(size_t)63);
     return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);

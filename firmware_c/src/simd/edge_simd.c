@@ -128,6 +128,12 @@ void edge_simd_qconv_pack(edge_simd_qconv_t *q, int32_t level, const edge_simd_d
 void edge_simd_qconv(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y) {
     (void)q, (void)x, (void)p0, (void)p1, (void)y;
 }
+
+/* The few-channel GEMM (edge_simd.h: edge_simd_qgemm_few) is x86-64's alone too. */
+int32_t edge_simd_qgemm_few(int32_t level, int32_t n, int32_t k) {
+    (void)level, (void)n, (void)k;
+    return 0;
+}
 #endif
 
 void *edge_simd_qgemm_head(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,

@@ -83,9 +83,15 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
                           int32_t kstride, const int32_t *bias, int32_t input_offset, const int32_t *mul, int32_t mul_stride,
                           const int32_t *rs, int32_t rs_stride, int32_t zp, int32_t lo, int32_t hi, void *dst);
 /* Rows [0, m) of a (stride lda) against channels [n0, n1) (n0 a multiple of 16), into y[m, ldy] at columns
- * n0..n1. work: edge_simd_qgemm_work bytes. */
+ * n0..n1. work: edge_simd_qgemm_work bytes (unused, may be NULL, on edge_simd_qgemm_few's path). */
 void edge_simd_qgemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int32_t lda, int32_t n0, int32_t n1,
                      int8_t *y, int32_t ldy, void *work);
+
+/* Whether edge_simd_qgemm packs n channels of k values at `level` for few output channels too (x86-64 AVX-512 VNNI
+ * and AMX: n <= 8, k a multiple of 4 up to 64): a call with every column (n0 0, n1 >= n), contiguous rows (lda k)
+ * and contiguous outputs (ldy n) then runs a vector of 16 / n2 pixels x n2 channels (n2: n rounded up to a power of
+ * two) instead of a 16-channel block per pixel, and needs no work area. Same bytes. 0 elsewhere. */
+int32_t edge_simd_qgemm_few(int32_t level, int32_t n, int32_t k);
 
 /* int8 depthwise multiply-accumulate of one output pixel, depth multiplier 1: acc[c] (c < C, int32) +=
  * sum over the taps t of (x_t[c] + input_offset) * w_t[c]; x_t = x + xoff[t], w_t = wt + t * C (int16 weights,

@@ -22,6 +22,7 @@
 #define T_AVX2_FMA __attribute__((target("avx2,fma")))
 #define T_512 __attribute__((target("avx2,avx512f,avx512bw,avx512vl")))
 #define T_512_FMA __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl")))
+#define T_512_VNNI __attribute__((target("avx2,avx512f,avx512bw,avx512vl,avx512vnni")))
 #define INLINE __attribute__((always_inline)) inline
 
 /* ------------------------------------------------------------------------------------- SOFTMAX float32 */
@@ -721,10 +722,15 @@ typedef struct {
 /* One channel tile (16 channels, mask m) of output row oy: acc = bias + sum over the taps inside the input of
  * (x + off) * w in int32 (wrapping: any order gives the portable kernel's sums), requantized. Rows whose window
  * lies inside the input vertically take their interior pixels four at a time from bias_all, sharing the 3 S + K
- * input columns of a filter row; other pixels add (x + off) * w tap by tap. */
+ * input columns of a filter row, two taps a VPDPWSSD: column k's values as int32 lanes X (sign-extended) and
+ * X << 16, a pair of neighbouring columns one blend of int16 halves (x_k low, x_k+1 high) against wp's pair of
+ * taps, a filter row's odd last tap X itself against its tap with a zero high half (x's sign half times 0): one
+ * multiply-add op for two taps where VPMULLD (two ops) and VPADDD took three for one. Other pixels add
+ * (x + off) * w tap by tap. */
 #define DWQ_ROW(K, S)                                                                                            \
-    static INLINE T_512 void dwq##K##_row_s##S(const edge_simd_dwf_t *p, const int8_t *x, const __m512i *w,       \
-                                              const dwq_tile_t *q, int32_t oy, __mmask16 m, int8_t *yrow) {     \
+    static INLINE T_512_VNNI void dwq##K##_row_s##S(const edge_simd_dwf_t *p, const int8_t *x, const __m512i *w,  \
+                                                   const __m512i *wp, const dwq_tile_t *q, int32_t oy,          \
+                                                   __mmask16 m, int8_t *yrow) {                                  \
         const int32_t c = p->c, iy0 = oy * S - p->pt;                                                            \
         int32_t fy0, fy1, ox = 0, fy, fx, j;                                                                     \
         fy0 = iy0 < 0 ? -iy0 : 0;                                                                                \
@@ -738,17 +744,23 @@ typedef struct {
                 for (j = 0; j < 4; j++) acc[j] = q->bias_all;                                                    \
                 for (fy = 0; fy < K; fy++) {                                                                     \
                     const int8_t *r = x + ((int64_t)(iy0 + fy) * p->w + ix0) * c;                                \
-                    const __m512i *wr = w + fy * K;                                                              \
-                    __m512i col[3 * S + K];                                                                      \
+                    const __m512i *wr = wp + fy * 3;                                                             \
+                    __m512i col[3 * S + K], pair[3 * S + K];                                                     \
                     int32_t k;                                                                                   \
                     _Pragma("GCC unroll 16")                                                                     \
                     for (k = 0; k < 3 * S + K; k++)                                                              \
                         col[k] = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, r + (int64_t)k * c));              \
+                    _Pragma("GCC unroll 16")                                                                     \
+                    for (k = 0; k + 1 < 3 * S + K; k++) /* x_k low, x_k+1 high (unused ones dropped) */          \
+                        pair[k] = _mm512_mask_blend_epi16((__mmask32)0xAAAAAAAAu, col[k],                        \
+                                                          _mm512_slli_epi32(col[k + 1], 16));                    \
                     _Pragma("GCC unroll 4")                                                                      \
-                    for (j = 0; j < 4; j++)                                                                      \
-                        _Pragma("GCC unroll 5")                                                                  \
-                        for (fx = 0; fx < K; fx++)                                                               \
-                            acc[j] = _mm512_add_epi32(acc[j], _mm512_mullo_epi32(col[j * S + fx], wr[fx]));      \
+                    for (j = 0; j < 4; j++) {                                                                    \
+                        _Pragma("GCC unroll 2")                                                                  \
+                        for (fx = 0; fx + 1 < K; fx += 2)                                                        \
+                            acc[j] = _mm512_dpwssd_epi32(acc[j], pair[j * S + fx], wr[fx / 2]);                  \
+                        acc[j] = _mm512_dpwssd_epi32(acc[j], col[j * S + K - 1], wr[K / 2]);                     \
+                    }                                                                                            \
                 }                                                                                                \
                 _Pragma("GCC unroll 4")                                                                          \
                 for (j = 0; j < 4; j++)                                                                          \
@@ -778,7 +790,7 @@ DWQ_ROW(3, 2)
 DWQ_ROW(5, 1)
 DWQ_ROW(5, 2)
 
-static T_512 void dwq_512(const edge_simd_dwf_t *p, const int8_t *x, const int16_t *wt, const int32_t *bias,
+static T_512_VNNI void dwq_512(const edge_simd_dwf_t *p, const int8_t *x, const int16_t *wt, const int32_t *bias,
                           const int32_t *mul, const int32_t *rs, int32_t input_offset, int32_t zp, int32_t lo,
                           int32_t hi, int32_t oy0, int32_t oy1, int8_t *y) {
     const int32_t c = p->c, taps = p->kh * p->kw;
@@ -790,10 +802,20 @@ static T_512 void dwq_512(const edge_simd_dwf_t *p, const int8_t *x, const int16
     q.hi = _mm512_set1_epi32(hi);
     for (ch = 0; ch < c; ch += 16) {
         const __mmask16 m = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
-        __m512i w[25], sum = _mm512_setzero_si512();
+        __m512i w[25], wp[15], sum = _mm512_setzero_si512();
+        int32_t fy, fx;
         for (t = 0; t < taps; t++) {
             w[t] = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, wt + (int64_t)t * c + ch));
             sum = _mm512_add_epi32(sum, w[t]);
+        }
+        /* the interior's VPDPWSSD operands: per filter row its taps in pairs (int16 halves: tap fx low, fx + 1
+         * high), then its last tap with a zero high half */
+        for (fy = 0; fy < p->kh; fy++) {
+            const __m512i *wr = w + fy * p->kw;
+            for (fx = 0; fx + 1 < p->kw; fx += 2)
+                wp[fy * 3 + fx / 2] =
+                    _mm512_mask_blend_epi16((__mmask32)0xAAAAAAAAu, wr[fx], _mm512_slli_epi32(wr[fx + 1], 16));
+            wp[fy * 3 + p->kw / 2] = _mm512_and_si512(wr[p->kw - 1], _mm512_set1_epi32(0xFFFF));
         }
         q.bias = _mm512_maskz_loadu_epi32(m, bias + ch);
         q.bias_all = _mm512_add_epi32(q.bias, _mm512_mullo_epi32(q.off, sum));
@@ -803,10 +825,10 @@ static T_512 void dwq_512(const edge_simd_dwf_t *p, const int8_t *x, const int16
         q.rs1 = _mm512_sub_epi32(q.rs, _mm512_set1_epi32(1));
         for (oy = oy0; oy < oy1; oy++) {
             int8_t *yrow = y + (int64_t)oy * p->ow * c + ch;
-            if (p->kh == 3 && p->sw == 1) dwq3_row_s1(p, x + ch, w, &q, oy, m, yrow);
-            else if (p->kh == 3) dwq3_row_s2(p, x + ch, w, &q, oy, m, yrow);
-            else if (p->sw == 1) dwq5_row_s1(p, x + ch, w, &q, oy, m, yrow);
-            else dwq5_row_s2(p, x + ch, w, &q, oy, m, yrow);
+            if (p->kh == 3 && p->sw == 1) dwq3_row_s1(p, x + ch, w, wp, &q, oy, m, yrow);
+            else if (p->kh == 3) dwq3_row_s2(p, x + ch, w, wp, &q, oy, m, yrow);
+            else if (p->sw == 1) dwq5_row_s1(p, x + ch, w, wp, &q, oy, m, yrow);
+            else dwq5_row_s2(p, x + ch, w, wp, &q, oy, m, yrow);
         }
     }
 }

@@ -77,10 +77,23 @@ static int32_t vnni_kpad(int32_t level, int32_t k) {
     return level == EDGE_SIMD_X86_AMX && k > AMX_KC ? round_up(k, AMX_KC) : round_up(k, 4);
 }
 
+/* Few output channels (edge_simd_qgemm_few): n <= FEW_N, k a multiple of 4 up to FEW_K (k / 4 <= 16 steps). */
+#define FEW_N 8
+#define FEW_K 64
+
+int32_t edge_simd_qgemm_few(int32_t level, int32_t n, int32_t k) {
+    return level >= EDGE_SIMD_X86_AVX512VNNI && n >= 1 && n <= FEW_N && k >= 4 && k <= FEW_K && k % 4 == 0;
+}
+
+/* The few-channel block's bytes (after the VNNI block): bias, mul, rs lanes, then k / 4 permutation and weight
+ * vectors (few_gemm), 16 int32 each. */
+static size_t few_bytes(int32_t k) { return (size_t)(3 + 2 * (k / 4)) * 64; }
+
 size_t edge_simd_qgemm_bytes(int32_t level, int32_t n, int32_t k) {
     if (level >= EDGE_SIMD_X86_AVX512VNNI) { /* AMX: + 63 to start the block on a cache line (amx_align) */
         const size_t npad = (size_t)round_up(n, VNNI_NB), kpad = (size_t)vnni_kpad(level, k);
-        return 3 * 4 * npad + npad * kpad + (level == EDGE_SIMD_X86_AMX ? 63 : 0);
+        return 3 * 4 * npad + npad * kpad + (level == EDGE_SIMD_X86_AMX ? 63 : 0) +
+               (edge_simd_qgemm_few(level, n, k) ? few_bytes(k) : 0);
     }
     if (level == EDGE_SIMD_X86_AVX2) {
         const size_t npad = (size_t)round_up(n, AVX2_NB), kpad = (size_t)round_up(k, 2);
@@ -95,6 +108,39 @@ size_t edge_simd_qgemm_work(int32_t level, int32_t k) {
     if (level == EDGE_SIMD_X86_AVX512VNNI) return (size_t)GEMM_MR * (size_t)round_up(k, 4) + 64;
     if (level == EDGE_SIMD_X86_AVX2) return (size_t)AVX2_MR * 2 * (size_t)round_up(k, 2) + 64;
     return 0;
+}
+
+/* The few-channel layout (few_gemm): a vector's 16 lanes are p = 16 / n2 pixels x n2 channels (n2: n rounded up to a
+ * power of two; lane l is pixel l / n2, channel l % n2), so that its requantized bytes are the output's bytes in
+ * order. Lanes: bias (the head's, input offset folded), mul and rs of channel l % n2 (channels past n: multiplier 0);
+ * step s (4 input values): perm[s] picks lane l's dword of its pixel from two 64-byte loads at its group's first
+ * pixel (FEW_GROUP pixels: ((l / n2) % group) * k / 4 + s), weights[s] holds channel l % n2's 4 values of step s
+ * (zeros past n). */
+static int32_t few_n2(int32_t n) { return n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8; }
+static int32_t few_group(int32_t n, int32_t k) { /* pixels whose k bytes two 64-byte loads hold (a power of two) */
+    int32_t gp = 16 / few_n2(n);
+    while (gp * k > 128) gp /= 2;
+    return gp;
+}
+
+static void few_pack(const edge_simd_qgemm_t *g, const int8_t *w, int32_t ldw, int32_t kstride, void *dst) {
+    const int32_t n = g->n, k = g->k, steps = k / 4, n2 = few_n2(n), gp = few_group(n, k);
+    const int32_t *bias = (const int32_t *)g->packed, *mul = bias + g->npad, *rs = mul + g->npad;
+    int32_t *lane = (int32_t *)dst, *perm = lane + 48, *wv = perm + 16 * steps;
+    int32_t l, s, i;
+    for (l = 0; l < 16; l++) {
+        const int32_t c = l % n2;
+        lane[l] = c < n ? bias[c] : 0;
+        lane[16 + l] = c < n ? mul[c] : 0;
+        lane[32 + l] = c < n ? rs[c] : 2;
+        for (s = 0; s < steps; s++) {
+            int8_t b4[4] = {0, 0, 0, 0};
+            perm[16 * s + l] = ((l / n2) % gp) * steps + s;
+            if (c < n)
+                for (i = 0; i < 4; i++) b4[i] = w[(int64_t)c * ldw + (int64_t)(4 * s + i) * kstride];
+            memcpy(&wv[16 * s + l], b4, 4);
+        }
+    }
 }
 
 void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,
@@ -117,6 +163,7 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
             int8_t *blk = pw + (int64_t)(c / VNNI_NB) * kpad * VNNI_NB + (c % VNNI_NB) * 4;
             for (i = 0; i < k; i++) blk[(int64_t)(i / 4) * 64 + (i % 4)] = wr[(int64_t)i * kstride];
         }
+        if (edge_simd_qgemm_few(level, n, k)) few_pack(g, w, ldw, kstride, pw + (size_t)npad * (size_t)kpad);
     } else {
         int16_t *pw = (int16_t *)pack;
         memset(pw, 0, 2 * (size_t)npad * (size_t)kpad);
@@ -181,7 +228,8 @@ T_VNNI static INLINE __m512i rq512_scaled(__m512i acc, const rq512_t *c) {
     to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, neg), to, r31);
     te = _mm512_srav_epi64(te, c->shift_even);
     to = _mm512_srav_epi64(to, c->shift_odd);
-    return _mm512_mask_blend_epi32((__mmask16)0xAAAA, te, _mm512_shuffle_epi32(to, (_MM_PERM_ENUM)0xB1));
+    /* the odd lanes' values (each in its qword's low dword) moved up into te's odd lanes: one masked VPSHUFD */
+    return _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, (_MM_PERM_ENUM)0xB1);
 }
 
 /* Two blocks' requantized int32 (q0: channels c0 .. c0 + 15, q1: the next 16) as 32 int8 in channel order:
@@ -206,7 +254,7 @@ T_VNNI static INLINE __m512i rq512_apply(__m512i acc, const rq512_t *c) {
     to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, neg), to, r31);
     te = _mm512_srav_epi64(te, c->shift_even);
     to = _mm512_srav_epi64(to, c->shift_odd);
-    q = _mm512_mask_blend_epi32((__mmask16)0xAAAA, te, _mm512_shuffle_epi32(to, (_MM_PERM_ENUM)0xB1));
+    q = _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, (_MM_PERM_ENUM)0xB1);
     q = _mm512_add_epi32(q, c->zp);
     return _mm512_min_epi32(_mm512_max_epi32(q, c->lo), c->hi);
 }
@@ -394,6 +442,25 @@ T_VNNI static void vnni_rows(const edge_simd_qgemm_t *g, const uint8_t *a, int32
     }
 }
 
+/* One row of k values as vnni_tile reads it (step s at dst[s * GEMM_MR * 4]), flipped to unsigned (a ^ 0x80), the
+ * steps past k 0x80 (0 ^ 0x80, times the packing's zero weights): one dword at a time on the scalar ports, where
+ * VPSCATTERDD cost more than the tiles' share of a row at k 8..24 (112x112x16 -> 96: 13% of the layer). */
+static inline void vnni_interleave_row(const int8_t *src, int32_t k, int32_t kpad, uint8_t *dst) {
+    int32_t s;
+    for (s = 0; s < k / 4; s++) {
+        uint32_t v;
+        memcpy(&v, src + 4 * s, 4);
+        v ^= 0x80808080u;
+        memcpy(dst + (int64_t)s * GEMM_MR * 4, &v, 4);
+    }
+    for (; 4 * s < kpad; s++) {
+        uint32_t v = 0;
+        if (4 * s < k) memcpy(&v, src + 4 * s, (size_t)(k - 4 * s));
+        v ^= 0x80808080u;
+        memcpy(dst + (int64_t)s * GEMM_MR * 4, &v, 4);
+    }
+}
+
 T_VNNI static void vnni_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int32_t lda, int32_t n0,
                              int32_t n1, int8_t *y, int32_t ldy, void *work) {
     const int32_t k = g->k, kpad = g->kpad;
@@ -416,6 +483,9 @@ T_VNNI static void vnni_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_
                 _mm512_mask_storeu_epi8((void *)(buf + i), mp,
                                         _mm512_xor_si512(_mm512_maskz_loadu_epi8(mk, (const void *)(src + i)), flip));
             }
+        } else if (kpad <= 64) { /* 16 steps or fewer: dword copies, not a 16-lane scatter per row */
+            for (r = 0; r < mr; r++)
+                vnni_interleave_row(a + (int64_t)(m0 + r) * lda, k, kpad, buf + 4 * r);
         } else {
             for (r = 0; r < mr; r++) { /* rows as unsigned (a ^ 0x80), interleaved (vnni_tile), k padded with 0x80 */
                 const int8_t *src = a + (int64_t)(m0 + r) * lda;
@@ -430,6 +500,78 @@ T_VNNI static void vnni_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_
         }
         vnni_rows(g, buf, mr, n0, n1, y + (int64_t)m0 * ldy, ldy);
     }
+}
+
+/* ------------------------------------------------------------------------------------- int8 GEMM, few channels */
+
+/* edge_simd_qgemm_few's kernel (few_pack's layout): one vector of 16 lanes is px = 16 / n2 pixels x n2 channels, so a
+ * 16-channel block's 15 idle lanes (a U-Net's 16 -> 1 head) and its requantization per pixel are gone. The vector's
+ * pixels come in GROUPS groups of gp (gp * k <= 128 bytes: two 64-byte loads at the group's first pixel); step s's
+ * dwords of each pixel are moved to its n2 lanes by one VPERMT2D per group (the groups' results blended), flipped to
+ * unsigned (x ^ 0x80, the -128 in the bias as in vnni_gemm) and multiplied by VPDPBUSD into the lanes' sums from the
+ * bias; requantized as the VNNI tiles (rq512_apply on 16 lanes with the lanes' constants); channels past n dropped
+ * by VPCOMPRESSD. blk: the vector's first pixel's bytes, at least (GROUPS - 1) * gp * k + 128 readable. */
+#define FEW_PRAGMA(x) _Pragma(#x)
+#define FEW_UNROLL_G FEW_PRAGMA(GCC unroll 8)
+T_VNNI static INLINE __m512i few_vector(const int8_t *blk, int32_t k, int32_t steps, int32_t gp, int32_t n2,
+                                        int32_t GROUPS, const int32_t *perm, const int32_t *wv, __m512i acc) {
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    const int64_t gstep = (int64_t)gp * k;
+    const __mmask16 glanes = (__mmask16)((1u << (gp * n2)) - 1u);
+    int32_t s, gi;
+    for (s = 0; s < steps; s++) {
+        const __m512i idx = _mm512_loadu_si512((const void *)(perm + 16 * s));
+        __m512i v = _mm512_permutex2var_epi32(_mm512_loadu_si512((const void *)blk), idx,
+                                              _mm512_loadu_si512((const void *)(blk + 64)));
+        FEW_UNROLL_G
+        for (gi = 1; gi < 8; gi++)
+            if (gi < GROUPS)
+                v = _mm512_mask_blend_epi32((__mmask16)(glanes << (gi * gp * n2)), v,
+                                            _mm512_permutex2var_epi32(
+                                                _mm512_loadu_si512((const void *)(blk + gi * gstep)), idx,
+                                                _mm512_loadu_si512((const void *)(blk + gi * gstep + 64))));
+        acc = _mm512_dpbusd_epi32(acc, _mm512_xor_si512(v, flip), _mm512_loadu_si512((const void *)(wv + 16 * s)));
+    }
+    return acc;
+}
+
+T_VNNI static INLINE void few_rows(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int8_t *y, int32_t GROUPS) {
+    const int32_t n = g->n, k = g->k, steps = k / 4, n2 = few_n2(n), px = 16 / n2, gp = few_group(n, k);
+    const int32_t *lane = (const int32_t *)((const int8_t *)g->packed + 12 * (size_t)g->npad +
+                                            (size_t)g->npad * (size_t)g->kpad);
+    const int32_t *perm = lane + 48, *wv = perm + 16 * steps;
+    const __m512i bias = _mm512_loadu_si512((const void *)lane);
+    const rq512_t rq = rq512_prep(_mm512_loadu_si512((const void *)(lane + 16)),
+                                  _mm512_loadu_si512((const void *)(lane + 32)), g->zp, g->lo, g->hi);
+    __mmask16 keep = 0;
+    const int64_t total = (int64_t)m * k, reach = (int64_t)(GROUPS - 1) * gp * k + 128;
+    int8_t tail[16 * FEW_K + 128]; /* the last vectors' pixels, zero-padded: no read past a's end */
+    int32_t p, l;
+    for (l = 0; l < 16; l++)
+        if (l % n2 < n) keep |= (__mmask16)(1u << l);
+    for (p = 0; p < m; p += px) {
+        const int32_t left = m - p < px ? m - p : px, bytes = left * n;
+        const int8_t *blk = a + (int64_t)p * k;
+        __m512i q;
+        if ((int64_t)p * k + reach > total) { /* the bytes the loads reach: the pixels left, then zeros */
+            memcpy(tail, blk, (size_t)left * (size_t)k);
+            memset(tail + (int64_t)left * k, 0, (size_t)(reach - (int64_t)left * k));
+            blk = tail;
+        }
+        q = rq512_apply(few_vector(blk, k, steps, gp, n2, GROUPS, perm, wv, bias), &rq);
+        if (n2 != n) q = _mm512_maskz_compress_epi32(keep, q);
+        _mm_mask_storeu_epi8((void *)(y + (int64_t)p * n),
+                             bytes >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << bytes) - 1u), _mm512_cvtepi32_epi8(q));
+    }
+}
+
+/* Rows [0, m) of a (k bytes each, contiguous) into y (n bytes a row, contiguous) for edge_simd_qgemm_few's shapes. */
+T_VNNI static void few_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int8_t *y) {
+    const int32_t groups = 16 / few_n2(g->n) / few_group(g->n, g->k);
+    if (groups == 1) few_rows(g, a, m, y, 1);
+    else if (groups == 2) few_rows(g, a, m, y, 2);
+    else if (groups == 4) few_rows(g, a, m, y, 4);
+    else few_rows(g, a, m, y, 8);
 }
 
 /* ------------------------------------------------------------------------------------- int8 conv, indirection */
@@ -880,7 +1022,12 @@ T_AVX2 static void avx2_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_
 void edge_simd_qgemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t m, int32_t lda, int32_t n0, int32_t n1,
                      int8_t *y, int32_t ldy, void *work) {
     /* y columns: the tiles store at column c of row r from y (y points at column 0) */
-    if (g->level == EDGE_SIMD_X86_AMX && m >= AMX_MIN_ROWS) amx_gemm(g, a, m, lda, n0, n1, y, ldy, work);
+    if (edge_simd_qgemm_few(g->level, g->n, g->k) && m == 1) { /* the row kernel, its k <= 64 bytes here */
+        uint8_t row[FEW_K];
+        vnni_gemm(g, a, m, lda, n0, n1, y, ldy, row);
+    } else if (edge_simd_qgemm_few(g->level, g->n, g->k) && lda == g->k && ldy == g->n && n0 == 0 && n1 >= g->n)
+        few_gemm(g, a, m, y);
+    else if (g->level == EDGE_SIMD_X86_AMX && m >= AMX_MIN_ROWS) amx_gemm(g, a, m, lda, n0, n1, y, ldy, work);
     else if (g->level >= EDGE_SIMD_X86_AVX512VNNI) vnni_gemm(g, a, m, lda, n0, n1, y, ldy, work);
     else avx2_gemm(g, a, m, lda, n0, n1, y, ldy, work);
 }
