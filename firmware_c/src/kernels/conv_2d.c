@@ -155,7 +155,7 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
         return EDGE_OK;
     }
     d->simd_part_bytes = (uint32_t)(((d->geo.fast == CONV_FAST_DIRECT ? 0 : (size_t)CONV_SIMD_MB * (size_t)d->k) +
-                                     edge_simd_qgemm_work(level, d->k) + 63) & ~(size_t)63);
+                                     edge_simd_qgemm_work(level, d->k, 0) + 63) & ~(size_t)63);
     return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads, &d->simd_scratch);
 }
 #else

@@ -134,7 +134,7 @@ static edge_status_t dw_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, dw_data
         d->geo.fast = level;
         d->simd_threads = edge_simd_threads();
         d->simd_part_bytes =
-            (uint32_t)(((size_t)DW_SIMD_MB * (size_t)taps + edge_simd_qgemm_work(level, taps) + 63) & ~(size_t)63);
+            (uint32_t)(((size_t)DW_SIMD_MB * (size_t)taps + edge_simd_qgemm_work(level, taps, 0) + 63) & ~(size_t)63);
         return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads,
                                     &d->simd_scratch);
     }

@@ -251,7 +251,7 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
                                      d->per_channel ? d->shifts : &d->shift, d->per_channel, d->output_offset, d->lo,
                                      d->hi, packed);
                 d->simd_threads = edge_simd_threads();
-                d->simd_part_bytes = (uint32_t)((edge_simd_qgemm_work(level, depth) + 63) & ~(size_t)63);
+                d->simd_part_bytes = (uint32_t)((edge_simd_qgemm_work(level, depth, d->batches) + 63) & ~(size_t)63);
                 return edge_request_scratch(ctx, node, (size_t)d->simd_part_bytes * (size_t)d->simd_threads,
                                             &d->simd_scratch);
             }

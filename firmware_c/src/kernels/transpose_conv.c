@@ -111,7 +111,7 @@ static edge_status_t tc_prepare_simd_int8(edge_node_t *node, edge_ctx_t *ctx, tc
                              taps * d->c, 1, bias ? (const int32_t *)bias->data : 0, d->input_offset, mul, 1, rs, 1,
                              d->output_offset, d->lo, d->hi, packed);
     }
-    return edge_request_scratch(ctx, node, edge_simd_qgemm_work(level, d->c), &d->scratch);
+    return edge_request_scratch(ctx, node, edge_simd_qgemm_work(level, d->c, 0), &d->scratch);
 }
 #endif
 

@@ -73,8 +73,9 @@ void *edge_simd_qgemm_head(edge_simd_qgemm_t *g, int32_t level, const int8_t *w,
                            int32_t kstride, const int32_t *bias, int32_t off, const int32_t *mul, int32_t mul_stride,
                            const int32_t *rs, int32_t rs_stride, int32_t rs_sign, int32_t zp, int32_t lo, int32_t hi,
                            int32_t npad, int32_t kpad, void *dst);
-/* Work bytes edge_simd_qgemm needs (per thread). */
-size_t edge_simd_qgemm_work(int32_t level, int32_t k);
+/* Work bytes edge_simd_qgemm needs (per thread) for calls of at most `rows` rows of a (0: any count). One row
+ * needs one row's bytes: a one-batch FULLY_CONNECTED of k = 4000 asked for a 12-row block (48 KB) it never used. */
+size_t edge_simd_qgemm_work(int32_t level, int32_t k, int32_t rows);
 /* Fill g (its packed block of edge_simd_qgemm_bytes at dst): w is n int8 rows of k (value i of row c at
  * w[c * ldw + i * kstride]), bias n
  * int32 or NULL, channel c's multiplier mul[c * mul_stride] and right shift rs[c * rs_stride] (edge_rq_make's

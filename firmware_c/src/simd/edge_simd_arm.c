@@ -46,9 +46,10 @@ size_t edge_simd_qgemm_bytes(int32_t level, int32_t n, int32_t k) {
     return 0;
 }
 
-size_t edge_simd_qgemm_work(int32_t level, int32_t k) {
+size_t edge_simd_qgemm_work(int32_t level, int32_t k, int32_t rows) {
     const size_t kpad = (size_t)round_up(k, kstep(level));
-    return (size_t)GEMM_MR * kpad * (level == EDGE_SIMD_ARM_DOTPROD ? 1 : 2) + 64;
+    const size_t mr = rows >= 1 && rows < GEMM_MR ? (size_t)rows : GEMM_MR; /* rows stored one after another */
+    return mr * kpad * (level == EDGE_SIMD_ARM_DOTPROD ? 1 : 2) + 64;
 }
 
 void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, int32_t n, int32_t k, int32_t ldw,

@@ -102,7 +102,12 @@ size_t edge_simd_qgemm_bytes(int32_t level, int32_t n, int32_t k) {
     return 0;
 }
 
-size_t edge_simd_qgemm_work(int32_t level, int32_t k) {
+size_t edge_simd_qgemm_work(int32_t level, int32_t k, int32_t rows) {
+    if (rows == 1) { /* vnni_gemm's one row as it is (k padded; AMX takes AMX_MIN_ROWS or more); avx2_gemm's row */
+        if (level >= EDGE_SIMD_X86_AVX512VNNI) return (size_t)vnni_kpad(level, k) + 64;
+        if (level == EDGE_SIMD_X86_AVX2) return 2 * (size_t)round_up(k, 2) + 64;
+        return 0;
+    }
     if (level == EDGE_SIMD_X86_AMX) /* AMX_MR rows of a (cache-line rows), the 32 x 32 int32 sums, alignment */
         return (size_t)AMX_MR * (size_t)round_up(vnni_kpad(level, k), AMX_KC) + 4u * AMX_MR * 2 * VNNI_NB + 64;
     if (level == EDGE_SIMD_X86_AVX512VNNI) return (size_t)GEMM_MR * (size_t)round_up(k, 4) + 64;
