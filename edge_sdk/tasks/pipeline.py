@@ -127,11 +127,14 @@ class Detection(NamedTuple):
 
 
 def open_interpreter(model, arena_size=None, num_threads=None, backend: str = "python"):
-    """An allocated ``Interpreter`` from a path, .tflite bytes, a ``Model`` or an Interpreter, and a name.
+    """An allocated ``Interpreter`` from a path, .tflite bytes, a ``Model``, an Interpreter or a ``ModelRunner``
+    (its interpreter and its name: the model's file name in errors, not "<interpreter>"), and a name.
     ``backend``: "python" or "c" (``Interpreter(backend=...)``: the C runtime's CInterpreter, the same type)."""
     from edge_sdk.runtime.interpreter import Interpreter
     from edge_sdk.model.types import Model
 
+    if isinstance(model, ModelRunner):
+        return model.interpreter, model.name
     if isinstance(model, Interpreter):  # either backend: Interpreter(backend="c") is an Interpreter too
         model.allocate_tensors()
         return model, "<interpreter>"
@@ -1137,10 +1140,10 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
         raise ModelError(f"{wavs[0]}: a WAV file, but {runner.name} is a {kind} model that takes images "
                          f"(input {_shape_of(runner.inputs[0])})")
     if kind == "audio":
-        pipe = AudioClassifier(runner.interpreter, labels=labels, frontend=frontend, top_k=top_k,
+        pipe = AudioClassifier(runner, labels=labels, frontend=frontend, top_k=top_k,
                                sample_rate=sample_rate)
     elif kind == "detect":
-        pipe = Detector(runner.interpreter, preprocess=preprocess, labels=labels, **detection)
+        pipe = Detector(runner, preprocess=preprocess, labels=labels, **detection)
     else:
         pipe = None
     results = []
@@ -1163,17 +1166,17 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
             if p.lower().endswith(".npy"):
                 x = fit_input(tensor(p), runner.inputs[0], p)
             else:
-                x, _ = _ImagePipeline(runner.interpreter, preprocess).prepare(p)
+                x, _ = _ImagePipeline(runner, preprocess).prepare(p)
             results.append({"input": p, "outputs": _output_rows(runner, runner.run(x))})
             continue
         elif p.lower().endswith(".npy"):
             if pipe is None:
-                pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k) \
+                pipe = ImageClassifier(runner, preprocess=preprocess, labels=labels, top_k=top_k) \
                     if len(runner.inputs[0]["shape"]) in (3, 4) else _TensorClassifier(runner, labels, top_k)
             preds = pipe.predict_tensor(tensor(p), top_k)
         else:
             if pipe is None or isinstance(pipe, _TensorClassifier):
-                pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k)
+                pipe = ImageClassifier(runner, preprocess=preprocess, labels=labels, top_k=top_k)
             preds = pipe.predict(p, top_k)
         results.append({"input": p, "predictions": [{"label": x.label, "score": x.score} for x in preds],
                         "scores": SCORES_SAID.get(getattr(pipe, "last_scores", "probabilities"), "as computed")})

@@ -1,0 +1,42 @@
+"""Issue 27, a new user's first hour (the rest of an audit): `edge check --link` names each RAM figure and counts
+the arena buffer once; detector errors name the model's file; convert_search exits 1 when an aim is not met; the
+exported README says the least-RAM plan in words; evaluate() refuses NaN / inf data naming the array and sample;
+`edge run` on a .wav takes a dynamic input's length from the file."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from edge_sdk.model import write_model
+from edge_sdk.model.builder import GraphBuilder
+from tests.test_cli_first_hour_errors import picture
+from tests.test_first_hour import edge, one_line_error
+
+
+def three_output_image_model(path):
+    """float [1, 8, 8, 3] -> three FULLY_CONNECTED heads [1, 4], [1, 2], [1, 1]: a detector cannot tell which
+    output holds boxes and which scores."""
+    g = GraphBuilder()
+    x = g.input("x", (1, 8, 8, 3), "FLOAT32")
+    flat = g.tensor("flat", (1, 192), "FLOAT32")
+    g.op("RESHAPE", [x, g.constant("shape", np.array([1, 192], np.int32))], [flat])
+    rng = np.random.default_rng(0)
+    for name, n in (("a", 4), ("b", 2), ("c", 1)):
+        y = g.tensor(name, (1, n), "FLOAT32")
+        g.op("FULLY_CONNECTED", [flat, g.constant(f"w_{name}", rng.standard_normal((n, 192)).astype(np.float32)),
+                                 -1], [y])
+        g.output(y)
+    write_model(g.build(), path)
+    return path
+
+
+# ------------------------------------------------------------------------------------- detector errors
+def test_a_detector_error_names_the_model_file(tmp_path):
+    model = three_output_image_model(tmp_path / "three_heads.tflite")
+    p = edge("run", model, picture(tmp_path / "pic.png"), "--task", "detect")
+    line = one_line_error(p, 3, "three_heads.tflite", "3 outputs", "--boxes")
+    assert "<interpreter>" not in line
