@@ -6,6 +6,7 @@ exported README says the least-RAM plan in words; evaluate() refuses NaN / inf d
 from __future__ import annotations
 
 import shutil
+import sys
 import subprocess
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
+from tests.conftest import ROOT
 from tests.test_cli_first_hour_errors import picture
 from tests.test_first_hour import edge, one_line_error
 
@@ -40,3 +42,23 @@ def test_a_detector_error_names_the_model_file(tmp_path):
     p = edge("run", model, picture(tmp_path / "pic.png"), "--task", "detect")
     line = one_line_error(p, 3, "three_heads.tflite", "3 outputs", "--boxes")
     assert "<interpreter>" not in line
+
+
+# ------------------------------------------------------------------------------------- convert_search's aims
+@pytest.mark.slow  # two default int8 conversions of the small YOLO-like stand-in: ~25 s on 2 loaded cores
+def test_convert_search_exits_1_when_its_time_aim_is_not_met(monkeypatch, capsys):
+    """The same run judged against a goal no conversion meets (0 s): the aim says NOT met and the exit is 1."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import convert_search
+
+    monkeypatch.setattr(convert_search, "SEARCH_GOAL_S", 0.0)
+    assert convert_search.main(["--small"]) == 1
+    out = capsys.readouterr().out
+    assert "aim 'default int8 search <= 0 s': NOT met" in out
+    assert "aim 'the accuracy guard's goal met on every run': met (2/2 runs)" in out
+
+
+def test_convert_search_refuses_zero_pairs(capsys):
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "convert_search.py"), "--pairs", "0"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "--pairs must be >= 1" in p.stderr, p.stderr
