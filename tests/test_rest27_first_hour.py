@@ -62,3 +62,29 @@ def test_convert_search_refuses_zero_pairs(capsys):
     p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "convert_search.py"), "--pairs", "0"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--pairs must be >= 1" in p.stderr, p.stderr
+
+
+# ------------------------------------------------------------------------------------- the exported README
+# (a whole export, README included, is tests/test_cli_first_hour_small.py::test_exported_readme_shows_c_not_a_python_tuple;
+# here the words for each kind of plan, from the plan export itself chooses: a build per export takes ~10 s)
+@pytest.mark.parametrize("memory, model, words", [
+    ("layer", "fc", "least-RAM patch stage: none (the layer-by-layer plan runs every op whole; "
+                    "`edge export --memory min` looks for one)"),
+    ("min", "fc", "least-RAM patch stage: none (no stage needs less RAM patch by patch; the layer-by-layer plan)"),
+    ("min", "chain", "least-RAM patch stage: nodes {first}..{last} run patch by patch over a {rows}x{cols} grid "
+                     "(+{extra} MACs)"),
+], ids=["layer", "min-without-a-stage", "min-with-a-stage"])
+def test_exported_readme_says_the_patch_stage_in_words(tmp_path, memory, model, words):
+    from tests.test_export import _fc_int8, _model_file, _patch_chain
+
+    from edge_sdk.runtime.planner import choose_plan
+    from edge_sdk.tools.export import patch_stage_words
+
+    path = _model_file(tmp_path, _fc_int8(), "fc.tflite") if model == "fc" else _patch_chain(tmp_path)[0]
+    choice = choose_plan(path.read_bytes(), memory, runtime="c", need=lambda asked: None)  # as export() does
+    stage = choice.stage
+    assert (stage is None) == (model == "fc")
+    if stage is not None:
+        words = words.format(first=stage.nodes[0], last=stage.nodes[-1], rows=stage.grid[0], cols=stage.grid[1],
+                             extra=stage.extra_macs)
+    assert patch_stage_words(memory, choice.plan, stage) == words
