@@ -288,33 +288,16 @@ def nonfinite_said(path) -> str | None:
     of gigabytes is scanned in slices of ~4 M values); an .npz's arrays are loaded one at a time."""
     import numpy as np
 
+    from edge_sdk.tasks.pipeline import nonfinite_in
+
     if str(path).lower().endswith(".npz"):
         with np.load(path, allow_pickle=False) as archive:
             for key in archive.files:
-                said = _nonfinite_in(archive[key])
+                said = nonfinite_in(archive[key])
                 if said:
                     return f"array '{key}': {said}"
         return None
-    return _nonfinite_in(np.load(path, mmap_mode="r", allow_pickle=False))
-
-
-def _nonfinite_in(x) -> str | None:
-    import numpy as np
-
-    if x.dtype.kind not in "fc" or x.size == 0:
-        return None
-    rows = x.reshape(len(x), -1) if x.ndim > 1 else x.reshape(-1, 1)  # [samples, values per sample]
-    step = max(1, (1 << 22) // max(1, rows.shape[1]))
-    bad, first = 0, None
-    for start in range(0, len(rows), step):
-        finite = np.isfinite(rows[start:start + step])
-        per_sample = finite.shape[1] - np.count_nonzero(finite, axis=1)
-        if first is None and per_sample.any():
-            first = start + int(np.flatnonzero(per_sample)[0])
-        bad += int(per_sample.sum())
-    if not bad:
-        return None
-    return f"{bad} non-finite value(s) (NaN or inf) of {x.size}, the first in sample {first}"
+    return nonfinite_in(np.load(path, mmap_mode="r", allow_pickle=False))
 
 
 def _refuse_nonfinite_arrays(path, label: str, claim: str) -> None:

@@ -88,3 +88,30 @@ def test_exported_readme_says_the_patch_stage_in_words(tmp_path, memory, model, 
         words = words.format(first=stage.nodes[0], last=stage.nodes[-1], rows=stage.grid[0], cols=stage.grid[1],
                              extra=stage.extra_macs)
     assert patch_stage_words(memory, choice.plan, stage) == words
+
+
+# ------------------------------------------------------------------------------------- evaluate() on NaN / inf
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("form", ["npz", "tuple"])
+def test_evaluate_api_refuses_nonfinite_data_naming_the_array_and_sample(tmp_path, bad, form):
+    """The library call refuses what `edge evaluate` refuses, in the same words (one check: pipeline.nonfinite_in),
+    before any sample runs: a NaN sample made the accuracy figures NaN or quietly wrong."""
+    from tests.test_evaluate import _data, _fc_model
+
+    from converters import evaluate as ev
+    from edge_sdk.cli import main
+    from edge_sdk.errors import DataError
+
+    model = _fc_model(tmp_path, quantized=True)
+    path, x, y = _data(tmp_path)
+    x[7, 2] = x[9, 0] = bad  # samples 7 and 9
+    np.savez(path, x=x, y=y)
+    data = path if form == "npz" else (x, y)
+    with pytest.raises(DataError) as exc:
+        ev.evaluate(model, data)
+    said = "2 non-finite value(s) (NaN or inf) of 160, the first in sample 7; refused: data must be finite numbers"
+    where = f"evaluation data {path}: array 'x': " if form == "npz" else "evaluation data (x, y): array x: "
+    assert str(exc.value) == where + said
+    if form == "npz":  # the CLI's line says the same
+        p = edge("evaluate", model, "--data", path)
+        one_line_error(p, 3, str(path), "array 'x': " + said)

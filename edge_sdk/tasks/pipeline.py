@@ -282,6 +282,28 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-x))).astype(np.float32)
 
 
+def nonfinite_in(x) -> str | None:
+    """Where an array of samples (axis 0) holds NaN or inf: "N non-finite value(s) (NaN or inf) of M, the first in
+    sample K", or None when every value is finite (or the array holds no floats). Scanned in slices of ~4 M values:
+    a memory-mapped .npy of gigabytes is read slice by slice. (The one check of `edge` data files and of
+    ``converters.evaluate.evaluate``'s arrays.)"""
+    x = np.asarray(x)  # a memory map stays one (no copy)
+    if x.dtype.kind not in "fc" or x.size == 0:
+        return None
+    rows = x.reshape(len(x), -1) if x.ndim > 1 else x.reshape(-1, 1)  # [samples, values per sample]
+    step = max(1, (1 << 22) // max(1, rows.shape[1]))
+    bad, first = 0, None
+    for start in range(0, len(rows), step):
+        finite = np.isfinite(rows[start:start + step])
+        per_sample = finite.shape[1] - np.count_nonzero(finite, axis=1)
+        if first is None and per_sample.any():
+            first = start + int(np.flatnonzero(per_sample)[0])
+        bad += int(per_sample.sum())
+    if not bad:
+        return None
+    return f"{bad} non-finite value(s) (NaN or inf) of {x.size}, the first in sample {first}"
+
+
 def refuse_nonfinite(x: np.ndarray, name: str, allow: bool = False) -> None:
     """An input tensor with NaN or inf values is refused (DataError naming it and how many): a model fed NaN
     answers with confident-looking scores. ``allow``: run it anyway, with a warning naming it."""
