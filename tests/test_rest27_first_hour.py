@@ -36,6 +36,40 @@ def three_output_image_model(path):
     return path
 
 
+# ------------------------------------------------------------------------------------- edge check --link
+@pytest.mark.slow  # builds and links the firmware (arm-none-eabi-gcc): ~5 s with the check runners cached
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("arm-none-eabi-nm")),
+                    reason="needs the Arm GCC toolchain (apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi)")
+@pytest.mark.parametrize("target", ["stm32f746-disco", "qemu-mps2-an386"])
+def test_check_link_names_each_ram_figure_and_counts_the_arena_once(tmp_path, target):
+    """The linked RAM line against the ELF itself: the arena buffer is the `arena` array's size (nm), the total is
+    the sum of the RAM sections (size -A), each byte once; the arena buffer is not called "arena" beside the
+    arena the runtime needs (it holds that plus headroom)."""
+    from tests.test_cli_first_hour_small import _relu_int8
+
+    from edge_sdk.targets.check import check_model, format_check, linked_ram
+    from edge_sdk.targets.profiles import load_profile
+    from edge_sdk.tools.flash import firmware_size, section_sizes
+
+    model = _relu_int8(tmp_path / "relu.tflite")
+    r = check_model(model, target, stack=False)
+    r.apply_link(firmware_size(model, load_profile(target)))
+    text = format_check(r)
+    elf = r.link["elf"]
+    nm = subprocess.run(["arm-none-eabi-nm", "-S", elf], capture_output=True, text=True, check=True).stdout
+    arena_array = next(int(f[1], 16) for f in (line.split() for line in nm.splitlines()) if f[-1] == "arena")
+    sections = section_sizes(elf)
+    ram = linked_ram(r.link)
+    assert ram["arena_buffer"] == arena_array >= r.arena_bytes
+    assert ram["total"] == sum(sections.get(s, 0) for s in (".data", ".bss", ".board_large", ".stack"))
+    line = next(x for x in text.splitlines() if "linked:" in x and "RAM" in x)
+    kib = lambda n: f"{n} B" if n < 10240 else f"{n / 1024:.1f} KiB"  # noqa: E731 - as check prints sizes
+    assert (f"RAM {kib(ram['total'])} linked: arena buffer {kib(arena_array)} (the {kib(r.arena_bytes)} arena above "
+            f"+ headroom) + other statics {kib(ram['statics'])} (.data + .bss: runtime state, I/O buffers) + stack "
+            f"{kib(sections['.stack'])} (reserved)") in line, line
+    assert "data+bss" not in text and "+ arena " not in text
+
+
 # ------------------------------------------------------------------------------------- detector errors
 def test_a_detector_error_names_the_model_file(tmp_path):
     model = three_output_image_model(tmp_path / "three_heads.tflite")
