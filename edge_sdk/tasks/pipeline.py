@@ -925,6 +925,41 @@ def read_wav(path) -> tuple[np.ndarray, int]:
     return a, rate
 
 
+def raw_audio_shapes(model, wavs: list[str], sample_rate: int | None = None, name: str = "the model"):
+    """The input shape each WAV gives a model whose one input is raw samples of any length (signature [-1],
+    [-1, -1] or [1, -1]): {input name: (1, samples) or (samples,)} per file, the length taken from the file at
+    the model's rate (``sample_rate``, `--sample-rate`, else the manifest's "audio" entry; a file at another rate
+    is refused by AudioClassifier, never resampled). None when the model is not such a model (its input shape
+    is then asked for as usual). No rate known: a UsageError asking for --sample-rate. ``model``: a Model."""
+    from edge_sdk.errors import UsageError
+    from edge_sdk.model.input_shapes import dynamic_inputs
+    from edge_sdk.model.manifest import read_manifest
+
+    dynamic = dynamic_inputs(model)
+    if len(model.subgraphs[0].inputs) != 1 or len(dynamic) != 1:
+        return None
+    shown, sig, _ = dynamic[0]
+    if not (sig == (-1,) or (len(sig) == 2 and sig[0] in (-1, 1) and sig[1] == -1)):
+        return None
+    audio = (read_manifest(model) or {}).get("audio") or {}
+    rate = sample_rate or audio.get("sample_rate")
+    said = f"{name} takes raw samples of any length (input '{shown}' [{', '.join(map(str, sig))}])"
+    if not rate:
+        raise UsageError(f"{wavs[0]}: {said} and does not say their sample rate (no 'audio' manifest entry): pass "
+                         "--sample-rate HZ, the rate it was trained at (the length is then the file's)")
+    shapes = []
+    for wav in wavs:
+        samples, wav_rate = read_wav(wav)
+        if wav_rate != rate:  # AudioClassifier's refusal, said before the model is shaped to a wrong length
+            raise DataError(f"{wav}: {wav_rate} Hz audio but {name} takes {rate} Hz; resample it first (edge-sdk "
+                            "does not resample)")
+        n = int(audio.get("frame_length") or samples.size)  # a manifest window: the model's own length
+        if n < 1:
+            raise DataError(f"{wav}: no samples; {said}")
+        shapes.append({shown: (n,) if len(sig) == 1 else (1, n)})
+    return shapes
+
+
 def _samples_for(x: np.ndarray, detail: dict) -> np.ndarray:
     """int16 samples -> an input of the detail's dtype (float: /32768; quantized: via float)."""
     dtype = np.dtype(detail["dtype"])
