@@ -231,6 +231,20 @@ def load_dataset(source, preprocess=None, labels=None, input_shape=None) -> tupl
     raise ModelError(f"{path}: evaluation data must be a .npz with x and y, or a folder of class folders")
 
 
+def refuse_nonfinite_samples(x: np.ndarray, source) -> None:
+    """Evaluation samples with NaN or inf are refused (DataError naming the array and its first such sample), as
+    `edge evaluate` refuses the file: NaN samples make every accuracy figure NaN or quietly wrong. ``source``: the
+    ``data`` they came from (a .npz path, an (x, y) tuple or a folder of images)."""
+    from edge_sdk.errors import DataError
+    from edge_sdk.tasks.pipeline import nonfinite_in
+
+    said = nonfinite_in(x)
+    if said:
+        what = "evaluation data (x, y): array x" if isinstance(source, tuple) else f"evaluation data {source}: " + \
+            ("array 'x'" if Path(source).suffix == ".npz" else "its images")
+        raise DataError(f"{what}: {said}; refused: data must be finite numbers")
+
+
 # --------------------------------------------------------------------------------------------- running
 
 
@@ -388,6 +402,7 @@ def evaluate(model, data, reference=None, labels=None, preprocess=None, plot=Non
     labels = labels if labels is not None else manifest.get("labels")
     r = runner(model)
     x, y = load_dataset(data, preprocess, labels, r.input_shape)
+    refuse_nonfinite_samples(x, data)
     outputs = run_rows(model, r, fit_samples(x, r.input_shape))
     if reference is not None:
         rr = runner(reference)

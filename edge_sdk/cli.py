@@ -288,33 +288,16 @@ def nonfinite_said(path) -> str | None:
     of gigabytes is scanned in slices of ~4 M values); an .npz's arrays are loaded one at a time."""
     import numpy as np
 
+    from edge_sdk.tasks.pipeline import nonfinite_in
+
     if str(path).lower().endswith(".npz"):
         with np.load(path, allow_pickle=False) as archive:
             for key in archive.files:
-                said = _nonfinite_in(archive[key])
+                said = nonfinite_in(archive[key])
                 if said:
                     return f"array '{key}': {said}"
         return None
-    return _nonfinite_in(np.load(path, mmap_mode="r", allow_pickle=False))
-
-
-def _nonfinite_in(x) -> str | None:
-    import numpy as np
-
-    if x.dtype.kind not in "fc" or x.size == 0:
-        return None
-    rows = x.reshape(len(x), -1) if x.ndim > 1 else x.reshape(-1, 1)  # [samples, values per sample]
-    step = max(1, (1 << 22) // max(1, rows.shape[1]))
-    bad, first = 0, None
-    for start in range(0, len(rows), step):
-        finite = np.isfinite(rows[start:start + step])
-        per_sample = finite.shape[1] - np.count_nonzero(finite, axis=1)
-        if first is None and per_sample.any():
-            first = start + int(np.flatnonzero(per_sample)[0])
-        bad += int(per_sample.sum())
-    if not bad:
-        return None
-    return f"{bad} non-finite value(s) (NaN or inf) of {x.size}, the first in sample {first}"
+    return nonfinite_in(np.load(path, mmap_mode="r", allow_pickle=False))
 
 
 def _refuse_nonfinite_arrays(path, label: str, claim: str) -> None:
@@ -782,7 +765,32 @@ def _run_shapes(args) -> list[tuple[object, list[str]]]:
     would (edge_sdk.tools.bench.input_shapes_from, `edge bench --inputs`'s rule); consecutive files of the same
     shapes share one model. A file that cannot be the model's input is a UsageError naming it and the input."""
     given = _input_shapes(args.input_shape)
-    return _shapes_from_files(args.model, list(args.inputs), given, check_given=True) or [(given, list(args.inputs))]
+    return (_shapes_from_files(args.model, list(args.inputs), given, check_given=True)
+            or _shapes_from_wavs(args, given) or [(given, list(args.inputs))])
+
+
+def _shapes_from_wavs(args, given) -> list[tuple[object, list[str]]] | None:
+    """_run_shapes' groups for WAV INPUTs to a model of raw samples of any length ([-1, -1]): each file's length
+    at the model's rate (pipeline.raw_audio_shapes), consecutive files of one length sharing a model; None
+    without such files or model, or when --input-shape / --frontend already say the shape."""
+    from pathlib import Path
+
+    from edge_sdk.model import read_model
+    from edge_sdk.tasks.pipeline import AUDIO_SUFFIXES, raw_audio_shapes
+
+    files = list(args.inputs)
+    if given is not None or args.frontend or not files or not all(p.lower().endswith(AUDIO_SUFFIXES) for p in files):
+        return None
+    shapes = raw_audio_shapes(read_model(_model_bytes(args.model)), files, args.sample_rate, Path(args.model).name)
+    if shapes is None:
+        return None
+    groups: list[tuple[object, list[str]]] = []
+    for p, shape in zip(files, shapes):
+        if groups and groups[-1][0] == shape:
+            groups[-1][1].append(p)
+        else:
+            groups.append((shape, [p]))
+    return groups
 
 
 def _shapes_from_files(model_path, files: list[str], given,
@@ -1385,7 +1393,8 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--task", choices=["classify", "detect", "audio"], help="override the manifest / the guess")
     p.add_argument("--sample-rate", type=_positive, metavar="HZ",
                    help="audio: the rate of a model that takes raw samples and has no 'audio' manifest entry "
-                        "(makes a WAV input audio for it; default: the manifest's)")
+                        "(makes a WAV input audio for it; default: the manifest's). An input of any length "
+                        "([-1, -1]) takes each WAV's length")
     p.add_argument("--allow-nonfinite", action="store_true",
                    help="run a .npy input holding NaN or inf (with a warning naming it; default: refused)")
     p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
@@ -1610,7 +1619,8 @@ def _placeholder_note(args, exc) -> str:
     path = getattr(args, "model", None)
     if isinstance(path, list) and len(path) == 1:  # edge bench MODEL [MODEL ...]
         path = path[0]
-    if not isinstance(exc, ModelError) or not isinstance(path, str) or not path.lower().endswith(".tflite"):
+    if not isinstance(exc, ModelError) or isinstance(exc, errors.DataError) or not isinstance(path, str) \
+            or not path.lower().endswith(".tflite"):  # a data file's fault (a NaN, a WAV's rate): not the shape's
         return ""
     try:
         from edge_sdk.model import read_model

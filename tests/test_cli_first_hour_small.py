@@ -88,7 +88,8 @@ def test_exported_readme_shows_c_not_a_python_tuple(tmp_path):
              "-o", out, timeout=600)
     assert p.returncode == 0, p.stderr
     text = (out / "README.md").read_text(encoding="utf-8")
-    assert "Ellipsis" not in text and "{..., 0, 0}: none" in text
+    assert "Ellipsis" not in text and "{..., 0, 0}" not in text
+    assert "least-RAM patch stage: none (the layer-by-layer plan runs every op whole" in text
 
 
 def _fc_model(path: Path, dtype: str, rows: int, cols: int) -> Path:

@@ -785,6 +785,29 @@ def _over(need: int, have: int) -> str:
     return f"{need - have} bytes over, {need / have:.1f}x" if have else "no budget"
 
 
+def linked_ram(link: dict) -> dict[str, int]:
+    """`--link`'s RAM, each byte counted once: {"arena_buffer": the firmware's arena array, "statics": the rest
+    of .data + .bss, "stack": the reserved stack, "total"}. The arena array is its own section (.board_large) on
+    every board here; a link that leaves that section empty has it inside .bss, and it is taken out of the
+    statics there (not counted twice)."""
+    arena = link["arena_bytes"]
+    statics = link["data_bytes"] + link["bss_bytes"] - (0 if link.get("large_bytes") else arena)
+    stack = link.get("stack_bytes", 0)
+    return {"arena_buffer": arena, "statics": statics, "stack": stack, "total": arena + statics + stack}
+
+
+def _linked_lines(r: CheckResult) -> list[str]:
+    """The real link's flash and RAM, each figure named (the arena buffer is not the arena above: the firmware
+    gives the runtime its arena plus headroom, tools.flash.measure_arena)."""
+    ram = linked_ram(r.link)
+    need = f"the {_kib(r.arena_bytes)} arena above + headroom" if r.arena_bytes is not None else "with headroom"
+    return [f"  firmware {_kib(r.link['flash_bytes']):>8} of flash, linked: model {_kib(r.model_bytes)} + runtime "
+            f"code {_kib(r.link['runtime_flash_bytes'])}",
+            f"         RAM {_kib(ram['total'])} linked: arena buffer {_kib(ram['arena_buffer'])} ({need}) + other "
+            f"statics {_kib(ram['statics'])} (.data + .bss: runtime state, I/O buffers) + stack "
+            f"{_kib(ram['stack'])} (reserved)"]
+
+
 def _kib(n: int | None) -> str:
     if n is None:
         return "?"
@@ -920,9 +943,7 @@ def format_check(result: CheckResult) -> str:
     elif code.get("error"):
         lines.append(f"         + runtime code ?: {code['error']}")
     if r.link.get("linked"):
-        lines.append(f"  firmware {_kib(r.link['flash_bytes']):>8} of flash, linked (model + runtime code "
-                     f"{_kib(r.link['runtime_flash_bytes'])}), RAM data+bss {_kib(r.link['data_bytes'] + r.link['bss_bytes'])}"
-                     f" + arena {_kib(r.link['arena_bytes'])} (a real link)")
+        lines.extend(_linked_lines(r))
     if r.partitions and (len(r.partitions) > 1 or r.backend != CPU):
         lines.append("  partitions:")
         for p in r.partitions:

@@ -127,11 +127,14 @@ class Detection(NamedTuple):
 
 
 def open_interpreter(model, arena_size=None, num_threads=None, backend: str = "python"):
-    """An allocated ``Interpreter`` from a path, .tflite bytes, a ``Model`` or an Interpreter, and a name.
+    """An allocated ``Interpreter`` from a path, .tflite bytes, a ``Model``, an Interpreter or a ``ModelRunner``
+    (its interpreter and its name: the model's file name in errors, not "<interpreter>"), and a name.
     ``backend``: "python" or "c" (``Interpreter(backend=...)``: the C runtime's CInterpreter, the same type)."""
     from edge_sdk.runtime.interpreter import Interpreter
     from edge_sdk.model.types import Model
 
+    if isinstance(model, ModelRunner):
+        return model.interpreter, model.name
     if isinstance(model, Interpreter):  # either backend: Interpreter(backend="c") is an Interpreter too
         model.allocate_tensors()
         return model, "<interpreter>"
@@ -277,6 +280,28 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
 def sigmoid(x: np.ndarray) -> np.ndarray:
     x = np.clip(np.asarray(x, np.float64), -80, 80)
     return (1.0 / (1.0 + np.exp(-x))).astype(np.float32)
+
+
+def nonfinite_in(x) -> str | None:
+    """Where an array of samples (axis 0) holds NaN or inf: "N non-finite value(s) (NaN or inf) of M, the first in
+    sample K", or None when every value is finite (or the array holds no floats). Scanned in slices of ~4 M values:
+    a memory-mapped .npy of gigabytes is read slice by slice. (The one check of `edge` data files and of
+    ``converters.evaluate.evaluate``'s arrays.)"""
+    x = np.asarray(x)  # a memory map stays one (no copy)
+    if x.dtype.kind not in "fc" or x.size == 0:
+        return None
+    rows = x.reshape(len(x), -1) if x.ndim > 1 else x.reshape(-1, 1)  # [samples, values per sample]
+    step = max(1, (1 << 22) // max(1, rows.shape[1]))
+    bad, first = 0, None
+    for start in range(0, len(rows), step):
+        finite = np.isfinite(rows[start:start + step])
+        per_sample = finite.shape[1] - np.count_nonzero(finite, axis=1)
+        if first is None and per_sample.any():
+            first = start + int(np.flatnonzero(per_sample)[0])
+        bad += int(per_sample.sum())
+    if not bad:
+        return None
+    return f"{bad} non-finite value(s) (NaN or inf) of {x.size}, the first in sample {first}"
 
 
 def refuse_nonfinite(x: np.ndarray, name: str, allow: bool = False) -> None:
@@ -900,6 +925,41 @@ def read_wav(path) -> tuple[np.ndarray, int]:
     return a, rate
 
 
+def raw_audio_shapes(model, wavs: list[str], sample_rate: int | None = None, name: str = "the model"):
+    """The input shape each WAV gives a model whose one input is raw samples of any length (signature [-1],
+    [-1, -1] or [1, -1]): {input name: (1, samples) or (samples,)} per file, the length taken from the file at
+    the model's rate (``sample_rate``, `--sample-rate`, else the manifest's "audio" entry; a file at another rate
+    is refused by AudioClassifier, never resampled). None when the model is not such a model (its input shape
+    is then asked for as usual). No rate known: a UsageError asking for --sample-rate. ``model``: a Model."""
+    from edge_sdk.errors import UsageError
+    from edge_sdk.model.input_shapes import dynamic_inputs
+    from edge_sdk.model.manifest import read_manifest
+
+    dynamic = dynamic_inputs(model)
+    if len(model.subgraphs[0].inputs) != 1 or len(dynamic) != 1:
+        return None
+    shown, sig, _ = dynamic[0]
+    if not (sig == (-1,) or (len(sig) == 2 and sig[0] in (-1, 1) and sig[1] == -1)):
+        return None
+    audio = (read_manifest(model) or {}).get("audio") or {}
+    rate = sample_rate or audio.get("sample_rate")
+    said = f"{name} takes raw samples of any length (input '{shown}' [{', '.join(map(str, sig))}])"
+    if not rate:
+        raise UsageError(f"{wavs[0]}: {said} and does not say their sample rate (no 'audio' manifest entry): pass "
+                         "--sample-rate HZ, the rate it was trained at (the length is then the file's)")
+    shapes = []
+    for wav in wavs:
+        samples, wav_rate = read_wav(wav)
+        if wav_rate != rate:  # AudioClassifier's refusal, said before the model is shaped to a wrong length
+            raise DataError(f"{wav}: {wav_rate} Hz audio but {name} takes {rate} Hz; resample it first (edge-sdk "
+                            "does not resample)")
+        n = int(audio.get("frame_length") or samples.size)  # a manifest window: the model's own length
+        if n < 1:
+            raise DataError(f"{wav}: no samples; {said}")
+        shapes.append({shown: (n,) if len(sig) == 1 else (1, n)})
+    return shapes
+
+
 def _samples_for(x: np.ndarray, detail: dict) -> np.ndarray:
     """int16 samples -> an input of the detail's dtype (float: /32768; quantized: via float)."""
     dtype = np.dtype(detail["dtype"])
@@ -1137,10 +1197,10 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
         raise ModelError(f"{wavs[0]}: a WAV file, but {runner.name} is a {kind} model that takes images "
                          f"(input {_shape_of(runner.inputs[0])})")
     if kind == "audio":
-        pipe = AudioClassifier(runner.interpreter, labels=labels, frontend=frontend, top_k=top_k,
+        pipe = AudioClassifier(runner, labels=labels, frontend=frontend, top_k=top_k,
                                sample_rate=sample_rate)
     elif kind == "detect":
-        pipe = Detector(runner.interpreter, preprocess=preprocess, labels=labels, **detection)
+        pipe = Detector(runner, preprocess=preprocess, labels=labels, **detection)
     else:
         pipe = None
     results = []
@@ -1163,17 +1223,17 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
             if p.lower().endswith(".npy"):
                 x = fit_input(tensor(p), runner.inputs[0], p)
             else:
-                x, _ = _ImagePipeline(runner.interpreter, preprocess).prepare(p)
+                x, _ = _ImagePipeline(runner, preprocess).prepare(p)
             results.append({"input": p, "outputs": _output_rows(runner, runner.run(x))})
             continue
         elif p.lower().endswith(".npy"):
             if pipe is None:
-                pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k) \
+                pipe = ImageClassifier(runner, preprocess=preprocess, labels=labels, top_k=top_k) \
                     if len(runner.inputs[0]["shape"]) in (3, 4) else _TensorClassifier(runner, labels, top_k)
             preds = pipe.predict_tensor(tensor(p), top_k)
         else:
             if pipe is None or isinstance(pipe, _TensorClassifier):
-                pipe = ImageClassifier(runner.interpreter, preprocess=preprocess, labels=labels, top_k=top_k)
+                pipe = ImageClassifier(runner, preprocess=preprocess, labels=labels, top_k=top_k)
             preds = pipe.predict(p, top_k)
         results.append({"input": p, "predictions": [{"label": x.label, "score": x.score} for x in preds],
                         "scores": SCORES_SAID.get(getattr(pipe, "last_scores", "probabilities"), "as computed")})
