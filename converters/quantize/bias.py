@@ -16,7 +16,7 @@ import numpy as np
 
 from converters import graph as G
 from converters.quantize.builder import QuantGraph, is_const, is_float
-from converters.quantize.rounding import Grams, weight_quantization, window
+from converters.quantize.rounding import Grams, padded_for_windows, weight_quantization
 from edge_sdk.model.types import Model
 from edge_sdk.runtime import op_table
 
@@ -89,17 +89,7 @@ class PatchMeans:
         if x.ndim != 4:
             return None
         kh, kw = int(w_shape[1]), int(w_shape[2])
-        opts = op.options or {}
-        pad = opts.get("padding", "SAME")
-        sh, sw = int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))
-        dh, dw = int(opts.get("dilation_h_factor", 1)), int(opts.get("dilation_w_factor", 1))
-        oh, pt = window(pad, sh, dh, x.shape[1], kh)
-        ow, pl = window(pad, sw, dw, x.shape[2], kw)
-        # the input with room for every tap of every output position (zeros outside, as the kernels pad)
-        need_h = max((oh - 1) * sh + (kh - 1) * dh + 1, pt + x.shape[1])
-        need_w = max((ow - 1) * sw + (kw - 1) * dw + 1, pl + x.shape[2])
-        padded = np.zeros((x.shape[0], need_h, need_w, x.shape[3]), np.float32)
-        padded[:, pt:pt + x.shape[1], pl:pl + x.shape[2]] = x
+        padded, (oh, ow), (sh, sw), (dh, dw) = padded_for_windows(x, op.options or {}, kh, kw)
         out = np.empty((kh, kw, x.shape[3]))
         for a in range(kh):
             for b in range(kw):

@@ -73,9 +73,9 @@ def weight_quantization(g: QuantGraph, i: int) -> tuple[np.ndarray, np.ndarray, 
     return None
 
 
-def window_rows(x: np.ndarray, opts: dict, kh: int, kw: int, rows: int, rng) -> np.ndarray:
-    """The input patches of a convolution over ``x`` [N, H, W, C] (zero padding as the kernels pad) at up to
-    ``rows`` output positions (seeded subsample): [P, KH, KW, C]."""
+def padded_for_windows(x: np.ndarray, opts: dict, kh: int, kw: int):
+    """``x`` [N, H, W, C] with room for every tap of every output position of a convolution with ``opts`` (zeros
+    outside, as the kernels pad) -> (padded, (oh, ow), (sh, sw), (dh, dw))."""
     pad = opts.get("padding", "SAME")
     sh, sw = int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))
     dh, dw = int(opts.get("dilation_h_factor", 1)), int(opts.get("dilation_w_factor", 1))
@@ -85,6 +85,13 @@ def window_rows(x: np.ndarray, opts: dict, kh: int, kw: int, rows: int, rng) -> 
     need_w = max((ow - 1) * sw + (kw - 1) * dw + 1, pl + x.shape[2])
     padded = np.zeros((x.shape[0], need_h, need_w, x.shape[3]), np.float32)
     padded[:, pt:pt + x.shape[1], pl:pl + x.shape[2]] = x
+    return padded, (oh, ow), (sh, sw), (dh, dw)
+
+
+def window_rows(x: np.ndarray, opts: dict, kh: int, kw: int, rows: int, rng) -> np.ndarray:
+    """The input patches of a convolution over ``x`` [N, H, W, C] (zero padding as the kernels pad) at up to
+    ``rows`` output positions (seeded subsample): [P, KH, KW, C]."""
+    padded, (oh, ow), (sh, sw), (dh, dw) = padded_for_windows(x, opts, kh, kw)
     n = x.shape[0] * oh * ow
     pick = np.sort(rng.choice(n, rows, replace=False)) if n > rows else np.arange(n)
     b, rest = np.divmod(pick, oh * ow)
