@@ -94,7 +94,7 @@ int main(void) {
         float g[4];
         for (k = 0; k < 2000000u + ns * ns * ns * ns; k++) {
             if (k < ns * ns * ns * ns) {
-                for (l = 0; l < 4; l++) w[l] = special[k / (l == 0 ? 1 : l == 1 ? ns : l == 2 ? ns * ns : ns * ns * ns) % ns];
+                for (l = 0, u = k; l < 4; l++, u /= ns) w[l] = special[u % ns];
                 for (l = 0; l < 4; l++) memcpy(&g[l], &w[l], 4);
             } else if (k % 2) {
                 for (l = 0; l < 4; l++) {

@@ -108,7 +108,7 @@ def test_patch_tradeoff_lists_every_grid_and_the_chosen_one_follows_the_grid_rul
     aim, _slack = planner.PATCH_GRID_RULE
     least = min(r["ram"] for r in rows)
     assert chosen["ram"] == least and 1.0 < chosen["instructions"] <= aim
-    # the estimate the rule used: 1 + cost x recomputed / the model's conv and FC MACs (all of person_detect's: 7,157,888)
+    # the estimate the rule used: 1 + cost x recomputed / the model's conv and FC MACs (person_detect's: all of them)
     macs = patching.model_macs(read_model(data), planner.declared_infos(read_model(data))[0])
     assert macs == total  # the profile counts no pool MACs either
     assert chosen["instructions"] == pytest.approx(1 + planner.PATCH_RECOMPUTE_COST * stage.extra_macs / macs)
@@ -169,7 +169,7 @@ def test_grid_rule_prices_depthwise_run_in_place():
     infos = planner.declared_infos(model)
     chosen = planner.plan_tensors(model, infos, "min")
     assert chosen.stage.why.startswith("grid rule: over the least-RAM grid 14x4") and chosen.stage.grid == (14, 2)
-    dw = patching._depthwise_macs(model, infos)
+    dw = patching.depthwise_macs(model, infos)
     requests = planner.stage_requests(model, infos, planner.buffer_requests(model, infos, spans=(spans := {})))
     least = patching.build(model, infos[0], 0, chosen.stage.nodes[0], chosen.stage.nodes[-1], chosen.stage.input,
                            chosen.stage.stage, (14, 4))

@@ -489,7 +489,7 @@ def choose(model, infos, requests, spans, plan_for, aliases_for, base: _arena.Ar
         return None, None
     plan, ap = best[2], best[3]
     if rule is not None:
-        plan, ap = _apply_grid_rule(candidates, plan_for, best, rule, bar, max_full_plans, _depthwise_macs(model, infos))
+        plan, ap = _apply_grid_rule(candidates, plan_for, best, rule, bar, max_full_plans, depthwise_macs(model, infos))
     plan.ram, plan.base_ram, plan.layer_ram = ap.total, base.total, layer_total
     return plan, ap
 
@@ -534,7 +534,7 @@ def _rule_search(within, plan_for, limit: int, max_full_plans: int, est, recompu
     return best
 
 
-def _depthwise_macs(model, infos, s: int = 0) -> dict:
+def depthwise_macs(model, infos, s: int = 0) -> dict:
     """{(s, output tensor): MACs} of subgraph ``s``'s DEPTHWISE_CONV_2D nodes (the in-place ones' price)."""
     out = {}
     for op in model.subgraphs[s].operators:
@@ -561,7 +561,7 @@ def estimate(plan: PatchPlan, cost: float, model_macs: int, inplace_macs: int = 
 def _apply_grid_rule(candidates, plan_for, least, rule, bar: int, max_full_plans: int, dw_macs: dict):
     """The planner's grid rule (planner.PATCH_GRID_RULE) applied to the least-RAM plan ``least`` (_least_ram's
     tuple): (plan, arena plan), the plan's ``why`` set; ``bar``: what every patch plan must need less than;
-    ``dw_macs``: _depthwise_macs."""
+    ``dw_macs``: depthwise_macs."""
     aim, slack, cost, macs, inplace_cost = rule
 
     def est(plan: PatchPlan, aliases: dict) -> float:
@@ -655,7 +655,9 @@ def model_macs(model, infos, s: int = 0) -> int:
     total = 0
     for op in model.subgraphs[s].operators:
         name = model.op_name(op)
-        if name not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED") or len(op.inputs) < 2 or min(op.inputs[:2]) < 0:
+        if name not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+            continue
+        if len(op.inputs) < 2 or min(op.inputs[:2]) < 0:
             continue
         out, w = infos[op.outputs[0]], infos[op.inputs[1]]
         if out.shape is None or w.shape is None or len(w.shape) < 2:

@@ -768,7 +768,7 @@ def patch_tradeoff(model_or_data, total_macs: int, patch_ops=None) -> list[dict]
     requests = stage_requests(model, infos, facts._requests)  # what plan_tensors chose the stage over
     a, b = stage.nodes[0], stage.nodes[-1]
     rule_macs = _patching.model_macs(model, infos[0])  # the grid rule's estimate (patching.choose): its MACs
-    dw_macs = _patching._depthwise_macs(model, infos)
+    dw_macs = _patching.depthwise_macs(model, infos)
     rows = []
     n = facts.infos[0][stage.output].shape[0]
     for grid in _patching.grids() + (_patching.carry_grids() if n == 1 else []):
