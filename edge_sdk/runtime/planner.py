@@ -726,7 +726,9 @@ PATCH_RECOMPUTE_COST = 1.3
 # grid 14x4, where the arena's in-place tier is the smallest: its 28x28x192 depthwise 5,827,240 -> 57,960,000, the
 # 14x14x576 ones 5,090,720 -> 43,925,600, 7x7x960 2,715,680 -> 18,733,240; 1.80x the default plan in all, 1.02x in
 # strips of grid 14x1, 1.05x at 14x2, whose plans run none in place). Over a model's mean (~1.75 instructions per
-# MAC there) that is ~20 per MAC of such a node.
+# MAC there) that is ~20 per MAC of such a node. (Fitted before the in-place loop read its taps once a channel:
+# mobilenet_v2 224 at 14x4 then 878,155,480 instructions, 1.67x, ~31 more per MAC in place: the figure prices them
+# ~15% high; not re-fitted, the recorded section-7 run chose its grids with it.)
 PATCH_INPLACE_DW_COST = 20.0
 
 
