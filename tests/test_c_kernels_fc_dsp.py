@@ -219,3 +219,26 @@ def test_fully_connected_float32_unit_groups(runtime, units, depth, batches, bia
     np.testing.assert_allclose(got, np.clip(ref, lo, hi), rtol=1e-5, atol=1e-5)
     for peer in ("python", "tflm") if runtime == "c" else ("tflm",):
         np.testing.assert_allclose(got, peer_outputs(model, feeds, peer)[0], rtol=1e-5, atol=1e-6, err_msg=peer)
+
+
+@pytest.mark.parametrize("offset, refused", [(0.0195, False), (0.0205, True), (-0.0205, True)])
+def test_fully_connected_bias_scale_check(runtime, offset, refused):
+    """A per-tensor int8 FULLY_CONNECTED whose bias scale is input x weight scale moved by ``offset`` x the output
+    scale: within 0.02 it runs (== TFLM), past it both runtimes refuse the node in one line. The C check works on
+    the scales' bits with integers (edge_far_ratio: no soft double on the Cortex-M4F); the Python one in double."""
+    from edge_sdk.errors import ModelError
+
+    in_s, w_s, out_s = 0.05, 0.01, 0.02
+    bias_s = float(np.float32(in_s) * np.float64(np.float32(w_s)) + offset * np.float32(out_s))
+    rng = np.random.default_rng(3)
+    model = op_model("FULLY_CONNECTED", [T((2, 8), "INT8", in_s, 3),
+                                         T((4, 8), "INT8", w_s, 0, data=rng.integers(-127, 128, (4, 8), np.int8)),
+                                         T((4,), "INT32", bias_s, 0, data=rng.integers(-500, 500, 4, np.int32))],
+                     [T((2, 4), "INT8", out_s, -2)])
+    x = rng.integers(-128, 128, (2, 8), np.int8)
+    if refused:
+        with pytest.raises(ModelError, match="bias scale"):
+            run_on(runtime, model, [x])
+        return
+    (y,) = run_on(runtime, model, [x])
+    assert np.array_equal(y, peer_outputs(model, [x], "tflm")[0])

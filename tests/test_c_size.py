@@ -1,7 +1,8 @@
 """Pieces of the C runtime that exist to keep the Cortex-M image small, checked on the host:
-edge_f2d / edge_double_gt / edge_ratio_d (src/edge_fixedpoint.h: float->double, double compare and a * b / c in
-double on the IEEE bits, so an M4 build links no soft-double add / compare / multiply / divide object) against the
-compiler's own conversion, comparison and double arithmetic."""
+edge_f2d / edge_double_gt / edge_ratio_d / edge_far_ratio (src/edge_fixedpoint.h: float->double, double compare,
+a * b / c in double and FULLY_CONNECTED's |a * b - c| / d > 0.02 check on the IEEE bits, so an M4 build links no
+soft-double add / compare / multiply / divide object) against the compiler's own conversion, comparison and double
+arithmetic."""
 
 from __future__ import annotations
 
@@ -81,6 +82,42 @@ int main(void) {
                 if (!same((double)g[0] * (double)g[1] / (double)g[2], edge_ratio_d(g[0], g[1], g[2])))
                     if (bad++ < 5) printf("ratio %u %u\n", i, j);
             }
+    }
+    {   /* edge_far_ratio (FULLY_CONNECTED's bias-scale check) against |a * b - c| / d > 0.02 in double: every
+         * four of the special values; random bit patterns; scales as models have them with c near a * b and d
+         * placing the ratio near 0.02 (ties of the double expression's roundings may differ: the exact ratio, in
+         * long double, is then within 1e-15 of 0.02) */
+        static const uint32_t special[] = {0, 0x80000000u, 1, 0x80000001u, 0x800000u, 0x3f800000u, 0xbf800000u,
+                                           0x7f7fffffu, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x3c23d70au};
+        const uint32_t ns = sizeof special / sizeof special[0];
+        uint32_t l, w[4], near = 0;
+        float g[4];
+        for (k = 0; k < 2000000u + ns * ns * ns * ns; k++) {
+            if (k < ns * ns * ns * ns) {
+                for (l = 0, u = k; l < 4; l++, u /= ns) w[l] = special[u % ns];
+                for (l = 0; l < 4; l++) memcpy(&g[l], &w[l], 4);
+            } else if (k % 2) {
+                for (l = 0; l < 4; l++) {
+                    w[l] = lcg(&seed);
+                    if (k % 4 == 1) w[l] = (w[l] & 0x807fffffu) | ((uint32_t)(100 + lcg(&seed) % 40) << 23);
+                    memcpy(&g[l], &w[l], 4);
+                }
+            } else {
+                float jitter = (float)((int32_t)(lcg(&seed) % 2001u) - 1000) * 1e-6f;
+                g[0] = (float)(lcg(&seed) % 100000u + 1) * 1e-7f;
+                g[1] = (float)(lcg(&seed) % 100000u + 1) * 1e-7f;
+                g[2] = (k % 6 == 0 ? -1.0f : 1.0f) * (float)((double)g[0] * (double)g[1] * (1.0 + (double)jitter));
+                g[3] = (float)(fabs((double)g[0] * (double)g[1] - (double)g[2]) / 0.02) * (k % 3 ? 1.0f : 1.0000001f);
+            }
+            a = (double)g[0] * (double)g[1] - (double)g[2];
+            if ((((a < 0 ? -a : a) / (double)g[3]) > 0.02) != edge_far_ratio(g[0], g[1], g[2], g[3])) {
+                long double x = (long double)g[0] * g[1] - g[2];
+                x = (x < 0 ? -x : x) / g[3];
+                if (x - 0.02L < 1e-15L && 0.02L - x < 1e-15L) near++;
+                else if (bad++ < 5) printf("far %a %a %a %a\n", g[0], g[1], g[2], g[3]);
+            }
+        }
+        printf("far near ties %u\n", near);
     }
     printf("bad %u\n", bad);
     return bad != 0;

@@ -264,7 +264,7 @@ def test_memory_plan_property():
     assert layer.memory_plan == "layer" and small.memory_plan == "inplace"
 
 
-def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 12), batch: int = 1) -> bytes:
+def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 12), batch: int = 1, k: int = 3) -> bytes:
     """input (one channel) -> CONCATENATION of C copies -> DEPTHWISE_CONV_2D (int8, per-channel weights,
     bias) -> MAX_POOL_2D 2x2 / 2 -> output: the depthwise step is the layer plan's peak, so memory="inplace" runs it in
     place (its input dies there) and needs less."""
@@ -276,13 +276,13 @@ def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 12), batch: int 
     qw = Quantization(rng.uniform(0.002, 0.02, c).astype(np.float32), np.zeros(c, np.int64), 3)
     qb = Quantization((0.04 * qw.scale).astype(np.float32), np.zeros(c, np.int64))
     def out_dim(n):
-        return (n + stride - 1) // stride if padding == "SAME" else (n - 3) // stride + 1
+        return (n + stride - 1) // stride if padding == "SAME" else (n - k) // stride + 1
     oshape = (batch, out_dim(shape[1]), out_dim(shape[2]), c)
-    w = rng.integers(-127, 128, (1, 3, 3, c)).astype(np.int8)
+    w = rng.integers(-127, 128, (1, k, k, c)).astype(np.int8)
     b = rng.integers(-2000, 2000, c).astype(np.int32)
     pshape = (batch, oshape[1] // 2, oshape[2] // 2, c)
     tensors = [Tensor("x", shape[:3] + (1,), "INT8", 0, qx), Tensor("r1", shape, "INT8", 0, qx),
-               Tensor("w", (1, 3, 3, c), "INT8", 1, qw), Tensor("b", (c,), "INT32", 2, qb),
+               Tensor("w", (1, k, k, c), "INT8", 1, qw), Tensor("b", (c,), "INT32", 2, qb),
                Tensor("dw", oshape, "INT8", 0, qy), Tensor("y", pshape, "INT8", 0, qy)]
     buffers = [Buffer(b""), Buffer(w.tobytes()), Buffer(b.tobytes())]
     codes = [OperatorCode(schema.BUILTIN_OPERATOR_CODES[n], None, v)
@@ -306,10 +306,12 @@ def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 12), batch: int 
 
 
 @needs_c_runtime
-@pytest.mark.parametrize("stride,padding,batch", [(1, "SAME", 1), (2, "SAME", 1), (1, "VALID", 1), (2, "VALID", 2),
-                                                  (3, "SAME", 2)])
-def test_depthwise_in_place_bit_exact_in_both_runtimes(stride, padding, batch):
-    data = _dw_chain_model(stride, padding, batch=batch)
+@pytest.mark.parametrize("stride,padding,batch,k", [(1, "SAME", 1, 3), (2, "SAME", 1, 3), (1, "VALID", 1, 3),
+                                                    (2, "VALID", 2, 3), (3, "SAME", 2, 3), (1, "SAME", 1, 5),
+                                                    (2, "SAME", 1, 7)])
+def test_depthwise_in_place_bit_exact_in_both_runtimes(stride, padding, batch, k):
+    """k 5: the most taps the C in-place loop stages on the stack (DW_PLANE_TAPS); k 7 reads them in place."""
+    data = _dw_chain_model(stride, padding, batch=batch, k=k)
     feeds = _feeds(data, 4)
     _, want = _run(data, "layer", "python", feeds)
     py, got_py = _run(data, "inplace", "python", feeds)

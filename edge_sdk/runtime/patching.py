@@ -20,7 +20,8 @@ containing the in-place plan's busiest step) and grids (R, C in 1..8, |R - C| <=
 R up to 16 and any C: taller patches recompute nothing more) and keeps the plan with the smallest arena (ties:
 fewest extra MACs, then the earlier candidate), only when it beats the plan without patches. Candidates are visited
 by their lower bound, so only a few are planned in full. The planner's grid rule (planner.PATCH_GRID_RULE) may then
-trade a little RAM for much less recompute; the plan's ``why`` says which grid and why.
+trade a little RAM for much less recompute (its instruction estimate: ``estimate``); the plan's ``why`` says which
+grid and why.
 """
 
 from __future__ import annotations
@@ -445,10 +446,12 @@ def choose(model, infos, requests, spans, plan_for, aliases_for, base: _arena.Ar
     and ``layer_total`` (the layer-by-layer plan's bytes). ``plan_for(requests, skip_nodes)`` plans a request list
     the least-RAM way (edge_sdk.runtime.planner.least_ram_plan: (plan, aliases); stage nodes never run in place),
     ``aliases_for(requests, skip_nodes)`` gives its most in-place aliases (for the lower bound). ``ops``: the ops a
-    stage may hold (C_PATCH_OPS for the C runtime). ``rule``: (recompute cap, RAM slack), the planner's grid rule
-    (planner.PATCH_GRID_RULE, see there): when the least-RAM plan's patch MACs exceed cap x its stage's MACs, the
-    least-RAM plan within the cap is chosen instead if it needs at most (1 + slack) x the least RAM; None: least
-    RAM alone. The plan's ``why`` says which and why."""
+    stage may hold (C_PATCH_OPS for the C runtime). ``rule``: (aim, RAM slack, recompute cost, model MACs), the
+    planner's grid rule (planner.PATCH_GRID_RULE, see there): a grid's instructions are estimated as
+    1 + cost x its extra MACs / the model's MACs (x the plan without patches: ``estimate``); when the least-RAM
+    plan's estimate is above the aim, the least-RAM plan within the aim is chosen instead if it needs at most
+    (1 + slack) x the least RAM, else the one with the lowest estimate within that RAM; None: least RAM alone. The
+    plan's ``why`` says which and why."""
     s = 0
     if not model.subgraphs or not requests:
         return None, None
@@ -486,47 +489,104 @@ def choose(model, infos, requests, spans, plan_for, aliases_for, base: _arena.Ar
         return None, None
     plan, ap = best[2], best[3]
     if rule is not None:
-        plan, ap = _apply_grid_rule(candidates, plan_for, plan, ap, rule, bar, max_full_plans)
+        plan, ap = _apply_grid_rule(candidates, plan_for, best, rule, bar, max_full_plans, depthwise_macs(model, infos))
     plan.ram, plan.base_ram, plan.layer_ram = ap.total, base.total, layer_total
     return plan, ap
 
 
 def _least_ram(candidates, plan_for, limit: int, max_full_plans: int):
-    """(arena bytes, extra MACs, plan, arena plan) of the candidate (sorted by lower bound) whose full plan needs
-    the least RAM below ``limit`` (ties: fewest extra MACs), or None; at most ``max_full_plans`` planned in full."""
+    """(arena bytes, extra MACs, plan, arena plan, in-place aliases) of the candidate (sorted by lower bound) whose
+    full plan needs the least RAM below ``limit`` (ties: fewest extra MACs), or None; at most ``max_full_plans``
+    planned in full."""
     best = None
     for k, (bound, extra, _, plan, reqs) in enumerate(candidates):
         if best is not None and (bound > best[0] or (bound == best[0] and extra >= best[1]) or k >= max_full_plans):
             break
-        ap, _aliases = plan_for(reqs, set(plan.nodes))
+        ap, aliases = plan_for(reqs, set(plan.nodes))
         if ap.total < limit and (best is None or (ap.total, extra) < (best[0], best[1])):
-            best = (ap.total, extra, plan, ap)
+            best = (ap.total, extra, plan, ap, aliases)
     return best
+
+
+def _rule_search(within, plan_for, limit: int, max_full_plans: int, est, recompute, aim: float):
+    """The grid rule's pick among ``within`` (candidates below the RAM limit): (estimate, bytes, k, plan, arena
+    plan) of the least RAM whose estimate is within ``aim``, else of the lowest estimate; None when no full plan
+    fits. ``recompute(plan)``, the estimate without in-place nodes, bounds ``est`` from below: candidates are
+    planned in full in the order that bound allows stopping early, ``max_full_plans`` of each search at most."""
+    best = None
+    for n, (bound, _extra, k, plan, reqs) in enumerate(sorted((c for c in within if recompute(c[3]) <= aim),
+                                                               key=lambda c: c[:3])):
+        if n >= max_full_plans or (best is not None and bound > best[1]):
+            break
+        ap, aliases = plan_for(reqs, set(plan.nodes))
+        e = est(plan, aliases)
+        if ap.total < limit and e <= aim and (best is None or (ap.total, e) < (best[1], best[0])):
+            best = (e, ap.total, k, plan, ap)
+    if best is not None:
+        return best
+    for n, (bound, _extra, k, plan, reqs) in enumerate(sorted(within, key=lambda c: (recompute(c[3]), c[0], c[2]))):
+        if n >= max_full_plans or (best is not None and recompute(plan) >= best[0]):
+            break
+        ap, aliases = plan_for(reqs, set(plan.nodes))
+        e = est(plan, aliases)
+        if ap.total < limit and (best is None or (e, ap.total) < (best[0], best[1])):
+            best = (e, ap.total, k, plan, ap)
+    return best
+
+
+def depthwise_macs(model, infos, s: int = 0) -> dict:
+    """{(s, output tensor): MACs} of subgraph ``s``'s DEPTHWISE_CONV_2D nodes (the in-place ones' price)."""
+    out = {}
+    for op in model.subgraphs[s].operators:
+        if model.op_name(op) == "DEPTHWISE_CONV_2D" and len(op.inputs) > 1 and op.inputs[1] >= 0 and op.outputs:
+            y, w = infos[s][op.outputs[0]], infos[s][op.inputs[1]]
+            if y.shape is not None and w.shape is not None and len(w.shape) == 4:
+                out[(s, op.outputs[0])] = int(np.prod(y.shape)) * int(w.shape[1]) * int(w.shape[2])
+    return out
 
 
 def _stage_pct(plan: PatchPlan) -> float:
     return 100.0 * plan.extra_macs / plan.layer_macs if plan.layer_macs else 0.0
 
 
-def _apply_grid_rule(candidates, plan_for, least: PatchPlan, least_ap, rule, bar: int, max_full_plans: int):
-    """The planner's grid rule (planner.PATCH_GRID_RULE) applied to the least-RAM plan: (plan, arena plan), the
-    plan's ``why`` set; ``bar``: what every patch plan must need less than."""
-    cap, slack = rule
-    if least.patch_macs <= cap * least.layer_macs:
-        least.why = f"least RAM (its recompute, +{_stage_pct(least):.1f}% of the stage's MACs, is within the cap)"
-        return least, least_ap
-    limit = min(bar, int(least_ap.total * (1 + slack)) + 1)  # _least_ram keeps arenas below its limit
-    capped = [c for c in candidates if c[3].patch_macs <= cap * c[3].layer_macs and c[0] < limit]
-    alt = _least_ram(capped, plan_for, limit, max_full_plans)
-    if alt is None:
-        least.why = (f"least RAM (+{_stage_pct(least):.1f}% of the stage's MACs recomputed; no grid within "
-                     f"{cap:g}x the stage's MACs needs at most {100 * slack:.0f}% more RAM)")
-        return least, least_ap
-    plan, ap = alt[2], alt[3]
-    plan.why = (f"grid rule: over the least-RAM grid {least.grid[0]}x{least.grid[1]} ({least_ap.total} B, "
-                f"+{_stage_pct(least):.1f}% of the stage's MACs recomputed) for +{_stage_pct(plan):.1f}% "
-                f"(cap {cap:g}x the stage's MACs) at +{100.0 * (ap.total / least_ap.total - 1):.1f}% RAM "
-                f"(slack {100 * slack:.0f}%)")
+def estimate(plan: PatchPlan, cost: float, model_macs: int, inplace_macs: int = 0, inplace_cost: float = 0.0) -> float:
+    """The plan's instructions x the plan without patches, estimated (planner.PATCH_GRID_RULE): ``cost``
+    instructions per recomputed MAC and ``inplace_cost`` per MAC of a depthwise node its arena plan runs in place
+    (``inplace_macs``), both over the model's mean per MAC."""
+    if model_macs <= 0:
+        return 1.0
+    return 1.0 + (cost * plan.extra_macs + inplace_cost * inplace_macs) / model_macs
+
+
+def _apply_grid_rule(candidates, plan_for, least, rule, bar: int, max_full_plans: int, dw_macs: dict):
+    """The planner's grid rule (planner.PATCH_GRID_RULE) applied to the least-RAM plan ``least`` (_least_ram's
+    tuple): (plan, arena plan), the plan's ``why`` set; ``bar``: what every patch plan must need less than;
+    ``dw_macs``: depthwise_macs."""
+    aim, slack, cost, macs, inplace_cost = rule
+
+    def est(plan: PatchPlan, aliases: dict) -> float:
+        return estimate(plan, cost, macs, sum(dw_macs.get(k, 0) for k in aliases), inplace_cost)
+
+    plan0, ap0, e0 = least[2], least[3], est(least[2], least[4])
+    if e0 <= aim:
+        plan0.why = (f"least RAM (+{_stage_pct(plan0):.1f}% of the stage's MACs recomputed: ~{e0:.2f}x the default "
+                     f"plan's instructions, within the aim {aim:g}x)")
+        return plan0, ap0
+    limit = min(bar, int(ap0.total * (1 + slack)) + 1)
+    within = [c for c in candidates if c[0] < limit]
+    best = _rule_search(within, plan_for, limit, max_full_plans, est, lambda p: estimate(p, cost, macs), aim)
+    meets = best is not None and best[0] <= aim
+    if best is None or best[0] >= e0:
+        plan0.why = (f"least RAM (+{_stage_pct(plan0):.1f}% of the stage's MACs recomputed, ~{e0:.2f}x; no grid "
+                     f"within {100 * slack:.0f}% more RAM is estimated at fewer instructions)")
+        return plan0, ap0
+    e, total, _k, plan, ap = best
+    words = f"the aim {aim:g}x" if meets else f"the lowest estimate; none within {aim:g}x needs at most " \
+                                                f"{100 * slack:.0f}% more RAM"
+    plan.why = (f"grid rule: over the least-RAM grid {plan0.grid[0]}x{plan0.grid[1]} ({ap0.total} B, "
+                f"+{_stage_pct(plan0):.1f}% of the stage's MACs recomputed, ~{e0:.2f}x) for "
+                f"+{_stage_pct(plan):.1f}% (~{e:.2f}x the default plan's instructions, {words}) at "
+                f"+{100.0 * (total / ap0.total - 1):.1f}% RAM (slack {100 * slack:.0f}%)")
     return plan, ap
 
 
@@ -587,6 +647,24 @@ def _busiest_step(p: _arena.ArenaPlan) -> int | None:
         return None
     top = max(live.values())
     return min(t for t, v in live.items() if v == top)
+
+
+def model_macs(model, infos, s: int = 0) -> int:
+    """The MACs of subgraph ``s``'s CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED nodes from their shapes (what
+    the grid rule's estimate divides by: the ops that cost an MCU most of its instructions)."""
+    total = 0
+    for op in model.subgraphs[s].operators:
+        name = model.op_name(op)
+        if name not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+            continue
+        if len(op.inputs) < 2 or min(op.inputs[:2]) < 0:
+            continue
+        out, w = infos[op.outputs[0]], infos[op.inputs[1]]
+        if out.shape is None or w.shape is None or len(w.shape) < 2:
+            continue
+        per = int(np.prod(w.shape[1:])) if name != "DEPTHWISE_CONV_2D" else int(np.prod(w.shape[1:3]))
+        total += int(np.prod(out.shape)) * per
+    return total
 
 
 def total_macs(interp) -> int:

@@ -506,7 +506,7 @@ def plan_tensors(model, infos: list[list], memory: str = "layer", patch_ops=None
             model, infos, requests, spans,
             lambda reqs, skip: least_ram_plan(model, infos, reqs, spans, skip),
             lambda reqs, skip: inplace_aliases(model, infos, reqs, spans, skip),
-            plan, layer.total, ops=ops, rule=PATCH_GRID_RULE)
+            plan, layer.total, ops=ops, rule=grid_rule(model, infos))
         if stage is not None:
             out = TensorPlan("patch", patched, layer.total, stage, request_folds(requests))
     return out
@@ -709,34 +709,57 @@ def _falls_back(facts: _Facts) -> bool:
 
 # ------------------------------------------------------------------------------------ the patch grid trade-off
 # The least-RAM plan's price in instructions (issue 25 point 2): a finer grid needs less RAM and recomputes more halo.
-# Estimates scale the stage's patch MACs by PATCH_MAC_COST layer MACs (the smaller windows' per-call and per-row
-# work). Re-fitted (least squares of the estimate against min / default) on the QEMU Cortex-M4 board
-# (`benchmarks/c_runtime.py --mcu`, 2026-12-03, kept halo rows, conv_pairs_rq on both plans' requantization forms)
-# over the models whose stage recomputes halo: person_detect 1.50x the default plan (grid 12x6; 2.00 per patch MAC
-# alone), mobilenet_v2_96 1.38x (12x6; 1.35), mobilenet_v1_96 1.29x (12x6; 1.47): 1.54, the former figure again.
-# (An intermediate build whose fused CONV_2D pass served only the default plan's requantization form measured
-# 1.63x / 1.51x / 1.38x: a fit of 1.82.) What MACs cannot show, and why person_detect sits above the fit: the
-# least-RAM request's kernel forms outside the recomputed halo (its node 0, a multiplier-8 depthwise on the
-# model's 8-bit filter: 2,547,520 instructions as a one-op image against 1,088,040 with the pre-paired filter;
-# mobilenet_v3s_96's stage recomputes nothing and its min plan ran 1.72x before these changes).
-PATCH_MAC_COST = 1.54
+# Measured on the QEMU Cortex-M4 board (`benchmarks/c_runtime.py --mcu`, edge flash + edge profile, 2026-12-04):
+# what costs instructions is the recomputed halo, not patches as such. kws_dscnn (its stage is the whole network:
+# 49x40 input, 25x20x32 tensors) in full-width strips, grid 13x1, no recompute: 6,412,440 instructions against the
+# default plan's 6,417,840 (1.00x; the kept halo rows are moved, not recomputed); 13x2, +14.9% of the model's MACs
+# recomputed: 1.18x; 13x4, +44.7%: 1.60x. So an estimate of 1 + PATCH_RECOMPUTE_COST x recomputed / model MACs
+# (the recomputed MACs cost a little more than the model's mean: a window's edge columns run its kernels' slower
+# border loops). What it does not see: kernel forms the least-RAM request keeps for RAM outside the halo
+# (person_detect's node 0 on its 8-bit filter: +1.1 M instructions; the compact requantization, ~+2% outside the
+# stage) and narrow windows' per-row work (person_detect, grid 12x6 over 48-wide tensors: 1.46x measured, 1.16x
+# estimated). The former PATCH_MAC_COST (1.54 x every patch MAC) priced 13x1 at 1.54x: it made no-recompute grids
+# look as dear as any.
+PATCH_RECOMPUTE_COST = 1.3
+# The least-RAM plan's in-place depthwise (inplace_aliases: a node's output over its input, through a plane buffer)
+# is the portable channel-by-channel loop: ~38 more instructions per MAC on the QEMU M4 (mobilenet_v2 224 under
+# grid 14x4, where the arena's in-place tier is the smallest: its 28x28x192 depthwise 5,827,240 -> 57,960,000, the
+# 14x14x576 ones 5,090,720 -> 43,925,600, 7x7x960 2,715,680 -> 18,733,240; 1.80x the default plan in all, 1.02x in
+# strips of grid 14x1, 1.05x at 14x2, whose plans run none in place). Over a model's mean (~1.75 instructions per
+# MAC there) that is ~20 per MAC of such a node. (Fitted before the in-place loop read its taps once a channel:
+# mobilenet_v2 224 at 14x4 then 878,155,480 instructions, 1.67x, ~31 more per MAC in place: the figure prices them
+# ~15% high; not re-fitted, the recorded section-7 run chose its grids with it.)
+PATCH_INPLACE_DW_COST = 20.0
 
 
-# The least-RAM plan's grid rule (issue 25): least RAM alone picked grids that recompute up to +88% of the stage's
-# MACs (kws_dscnn 13x7: 21,840 B tensor plan, 2.13x the default plan's instructions on the QEMU M4). So: when the
-# least-RAM plan's patch MACs exceed PATCH_GRID_RULE[0] x its stage's layer-by-layer MACs, the least-RAM plan within
-# that cap is taken instead if it needs at most (1 + PATCH_GRID_RULE[1]) x the least RAM; the plan says which rule
-# chose it (PatchPlan.why). Why 1.5: the issue's aim (<= 1.5x the default plan's instructions) cannot hold when a
-# stage that is most of the model recomputes more than half its MACs; a tighter cap (1.3) took person_detect from
-# 12x6 (19,808 B, +49.1%) to 12x4 (21,440 B, +29.5%), past the other aim (arena <= 0.5x TFLM's: 43,912 > 42,632 B).
-PATCH_GRID_RULE = (1.5, 0.15)  # (recompute cap: patch MACs / stage MACs, RAM slack: fraction over the least)
+# The least-RAM plan's grid rule (issue 25: the least-RAM plan <= 1.5x the default plan's instructions): least RAM
+# alone picked grids that recompute up to +88% of the MACs (kws_dscnn 13x7: 21,840 B tensor plan, 2.13x the
+# default plan's instructions on the QEMU M4). So when the least-RAM grid's estimate (PATCH_RECOMPUTE_COST) is above
+# PATCH_GRID_RULE[0] x the default plan's instructions, the least-RAM grid estimated within it is taken if it needs
+# at most (1 + PATCH_GRID_RULE[1]) x the least RAM, else the lowest estimate within that RAM; the plan says which
+# rule chose it (PatchPlan.why). Why 1.25 and not 1.5: the estimate leaves out the least-RAM request's other costs
+# (above: person_detect measured 0.3x above it). Why a 35% slack: mobilenet_v2 224's least-RAM grid (14x4, tensor
+# plan 301,056 B) runs its later depthwise layers in place (1.80x); the nearest grid that runs none, 14x2, needs
+# 392,448 B (+30%; the board's arena 495,464 B = 0.19x TFLM's, 1.05x the default plan's instructions). A grid
+# whose estimate is within the aim is kept however much less RAM another would take: person_detect's 12x6 (its arena
+# aim, <= 0.5x TFLM's 85,264 B, leaves it no other: 12x4 took 43,912 B on the board).
+PATCH_GRID_RULE = (1.25, 0.35)  # (aim: estimated instructions x the default plan's, RAM slack: fraction over the least)
+
+
+def grid_rule(model, infos: list[list]) -> tuple:
+    """PATCH_GRID_RULE as patching.choose takes it: (aim, slack, PATCH_RECOMPUTE_COST, the model's MACs,
+    PATCH_INPLACE_DW_COST)."""
+    from edge_sdk.runtime import patching as _patching
+
+    return (*PATCH_GRID_RULE, PATCH_RECOMPUTE_COST, _patching.model_macs(model, infos[0]), PATCH_INPLACE_DW_COST)
 
 
 def patch_tradeoff(model_or_data, total_macs: int, patch_ops=None) -> list[dict]:
     """Every grid of the stage the C runtime runs under memory="min" (c_patch_stage): ``grid``, ``ram`` (the tensor
     plan's bytes, as patching.choose compares them), ``extra_macs``, ``instructions`` (estimated, x the default
-    plan's: (total - stage + PATCH_MAC_COST x the stage's patch MACs) / total MACs) and ``chosen``; [] without a
-    stage. ``total_macs``: the model's MACs."""
+    plan's: 1 + (PATCH_RECOMPUTE_COST x extra MACs + PATCH_INPLACE_DW_COST x the MACs of depthwise nodes run in
+    place) / the MACs of the model's convolutions and FCs, as the grid rule estimates them: patching.estimate) and
+    ``chosen``; [] without a stage. ``total_macs``: the model's MACs."""
     from edge_sdk.runtime import patching as _patching
 
     facts = _c_facts(model_or_data, patch_ops)
@@ -746,6 +769,8 @@ def patch_tradeoff(model_or_data, total_macs: int, patch_ops=None) -> list[dict]
     model, infos, spans = facts.model, facts.infos, facts._spans
     requests = stage_requests(model, infos, facts._requests)  # what plan_tensors chose the stage over
     a, b = stage.nodes[0], stage.nodes[-1]
+    rule_macs = _patching.model_macs(model, infos[0])  # the grid rule's estimate (patching.choose): its MACs
+    dw_macs = _patching.depthwise_macs(model, infos)
     rows = []
     n = facts.infos[0][stage.output].shape[0]
     for grid in _patching.grids() + (_patching.carry_grids() if n == 1 else []):
@@ -753,8 +778,9 @@ def patch_tradeoff(model_or_data, total_macs: int, patch_ops=None) -> list[dict]
         if plan is None:
             continue
         reqs = _patching.patched_requests(requests, plan, spans)
-        arena, _aliases = least_ram_plan(model, infos, reqs, spans, set(plan.nodes))
-        est = (total_macs - plan.layer_macs + PATCH_MAC_COST * plan.patch_macs) / total_macs
+        arena, aliases = least_ram_plan(model, infos, reqs, spans, set(plan.nodes))
+        est = _patching.estimate(plan, PATCH_RECOMPUTE_COST, rule_macs, sum(dw_macs.get(k, 0) for k in aliases),
+                                 PATCH_INPLACE_DW_COST)
         rows.append({"grid": tuple(grid), "ram": arena.total, "extra_macs": plan.extra_macs, "instructions": est,
                      "chosen": tuple(grid) == tuple(stage.grid)})
     return rows

@@ -915,9 +915,10 @@ def format_check(result: CheckResult) -> str:
     if r.patch:
         lines.append(f"         {r.patch}")
     if r.patch_grids:
-        lines.append("         the stage's grids (tensor plan; instructions estimated from MACs, x "
-                     "planner.PATCH_MAC_COST per patch MAC, measured on the QEMU M4: `benchmarks/c_runtime.py --mcu` "
-                     "counts them):")
+        lines.append("         the stage's grids, RAM vs instructions (tensor plan; instructions estimated from the "
+                     "recomputed MACs and the depthwise MACs run in place, planner.PATCH_RECOMPUTE_COST / "
+                     "PATCH_INPLACE_DW_COST each, fitted on the QEMU M4; the least-RAM request's kernel forms cost "
+                     "more: `benchmarks/c_runtime.py --mcu` counts them):")
         lines.extend(f"           {g}" for g in r.patch_grids)
     if r.stack.get("bytes"):
         st = r.stack

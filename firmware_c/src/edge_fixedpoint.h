@@ -156,6 +156,66 @@ static inline double edge_ratio_d(float a, float b, float c) {
     return d;
 }
 
+/* |m * 2^e| as a 63-bit significand (bit 62 set, or m = 0) and its exponent: edge_far_ratio's numbers. */
+typedef struct edge_wide_f {
+    uint64_t m;
+    int32_t e;
+} edge_wide_f_t;
+
+static inline edge_wide_f_t edge_wide_norm(uint64_t m, int32_t e) {
+    edge_wide_f_t r;
+    for (; m && !(m >> 62); e--) m <<= 1;
+    r.m = m;
+    r.e = m ? e : 0;
+    return r;
+}
+
+/* a > b (magnitudes) */
+static inline int edge_wide_gt(edge_wide_f_t a, edge_wide_f_t b) {
+    if (!a.m || !b.m) return a.m != 0;
+    return a.e != b.e ? a.e > b.e : a.m > b.m;
+}
+
+/* Whether |a * b - c| / d > 0.02 as doubles compute it (FULLY_CONNECTED's bias-scale check, TFLM's product in
+ * double), from the IEEE-754 bits with integers: cores without a double FPU link no soft-double add, multiply,
+ * divide or compare for it (~3 KB on a Cortex-M4F). NaN, inf and zero operands, and a negative d, answer as the
+ * double expression does. Finite: a * b is exact (48 bits), the difference keeps 63 bits (truncated) and is
+ * compared with d / 50 (d x 2^-6 bits): the same answer unless |a * b - c| / d is within 2^-55 of 0.02 (the
+ * double expression rounds three times at 2^-53). */
+static inline int edge_far_ratio(float a, float b, float c, float d) {
+    uint32_t ma = 0, mb = 0, mc = 0, md = 0, fa, fb, fc, fd;
+    int32_t ea = 0, eb = 0, ec = 0, ed = 0, k;
+    const int ka = edge_f_unpack(a, &ma, &ea), kb = edge_f_unpack(b, &mb, &eb), kc = edge_f_unpack(c, &mc, &ec),
+              kd = edge_f_unpack(d, &md, &ed);
+    const int kp = (ka == 0 && kb == 2) || (ka == 2 && kb == 0) ? 3 : ka == 0 || kb == 0 ? 0
+                   : ka == 2 || kb == 2 ? 2 : 1; /* the product's class */
+    edge_wide_f_t p, q, diff, lim;
+    memcpy(&fa, &a, 4);
+    memcpy(&fb, &b, 4);
+    memcpy(&fc, &c, 4);
+    memcpy(&fd, &d, 4);
+    if (ka == 3 || kb == 3 || kc == 3 || kd == 3 || kp == 3 || (fd >> 31)) return 0; /* NaN, or a negative ratio */
+    if (kp == 2 || kc == 2) /* |diff| inf, or NaN (inf - inf) */
+        return !(kp == 2 && kc == 2 && ((fa ^ fb) >> 31) == (fc >> 31)) && kd != 2;
+    if (kd == 2) return 0; /* finite / inf */
+    p = edge_wide_norm(kp ? (uint64_t)ma * mb : 0, ea + eb);
+    q = edge_wide_norm(kc ? mc : 0, ec);
+    if (((fa ^ fb) >> 31) != (fc >> 31)) { /* opposite signs: |p| + |c|, in 63 bits after a halving */
+        edge_wide_f_t t;
+        if (edge_wide_gt(q, p)) { t = p; p = q; q = t; }
+        for (k = p.e - q.e + 1; k > 0 && q.m; k--) q.m >>= 1;
+        diff = edge_wide_norm((p.m >> 1) + q.m, p.e + 1);
+    } else {
+        if (edge_wide_gt(q, p)) { diff = p; p = q; q = diff; }
+        for (k = p.e - q.e; k > 0 && q.m; k--) q.m >>= 1;
+        diff = edge_wide_norm(p.m - q.m, p.e);
+    }
+    if (kd == 0) return diff.m != 0; /* x / +0: inf, or NaN for 0 / 0 */
+    diff = edge_wide_norm((diff.m >> 6) * 50u, diff.e + 6);
+    lim = edge_wide_norm(md, ed);
+    return edge_wide_gt(diff, lim);
+}
+
 /* (double)a * (double)b / (double)c: the double instructions where the FPU has them, else edge_ratio_d */
 #if !defined(__ARM_ARCH) || (defined(__ARM_FP) && (__ARM_FP & 8))
 #define EDGE_RATIO_D(a, b, c) ((double)(a) * (double)(b) / (double)(c))

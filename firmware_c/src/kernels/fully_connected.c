@@ -69,19 +69,16 @@ static edge_status_t fc_multipliers(edge_ctx_t *ctx, fc_data_t *d, const edge_te
         for (k = 0; k < units; k++) {
             float ws;
             memcpy(&ws, &w->scales[k], 4);
-            if (edge_quantize_multiplier((double)in->scale * (double)ws / (double)out->scale, &d->multipliers[k],
+            if (edge_quantize_multiplier(EDGE_RATIO_D(in->scale, ws, out->scale), &d->multipliers[k],
                                          &d->shifts[k]) != 0)
                 return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weight scale is not finite");
         }
         d->filter_offset = 0;
     } else {
         float product = in->scale * w->scale; /* float32 product, as TFLM */
-        if (bias && bias->quantized) {
-            double p = (double)in->scale * (double)w->scale, diff = p - (double)bias->scale;
-            if ((diff < 0 ? -diff : diff) / (double)out->scale > 0.02)
-                return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias scale far from input x weight scale");
-        }
-        if (edge_quantize_multiplier((double)product / (double)out->scale, &d->multiplier, &d->shift) != 0)
+        if (bias && bias->quantized && edge_far_ratio(in->scale, w->scale, bias->scale, out->scale))
+            return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: bias scale far from input x weight scale");
+        if (edge_quantize_multiplier(EDGE_RATIO_D(product, 1.0f, out->scale), &d->multiplier, &d->shift) != 0)
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weight scale is not finite");
         d->filter_offset = edge_wrap32(-(int64_t)w->zero_point);
     }
