@@ -81,3 +81,19 @@ def test_quantize_float_every_normal_quotient_near_ties(backend, levels):  # noq
     for level in [0, *lv]:
         np.testing.assert_array_equal(run_at_level(backend, lib, level, model, [x])[0], want,
                                       err_msg=f"SIMD level {level}")
+
+
+@pytest.mark.parametrize("src,scale,zp", [("INT8", 0.0173, -3), ("INT8", 3e-7, 127), ("UINT8", 0.02, 128),
+                                          ("UINT8", 1e4, 0), ("INT16", 2.0**-15, 0), ("INT16", 0.0031, -32768)])
+@pytest.mark.parametrize("n", [7, 64, 1001])
+def test_dequantize_every_level_equals_python_and_tflm(backend, levels, src, scale, zp, n):  # noqa: F811
+    lo, hi, dtype = {"INT8": (-128, 128, np.int8), "UINT8": (0, 256, np.uint8), "INT16": (-32768, 32768, np.int16)}[src]
+    x = np.random.default_rng(n).integers(lo, hi, (1, n)).astype(dtype)
+    x[0, : min(n, 3)] = [lo, hi - 1, 0][: min(n, 3)]
+    model = op_model("DEQUANTIZE", [T(x.shape, src, scale, zp)], [T(x.shape, "FLOAT32")])
+    want = run_on("python", model, [x])[0]
+    lib, lv = levels
+    for level in [0, *lv]:
+        np.testing.assert_array_equal(run_at_level(backend, lib, level, model, [x])[0], want,
+                                      err_msg=f"SIMD level {level}")
+    np.testing.assert_array_equal(want, run_tflm(model, [x])[0], err_msg="the Python kernel vs TFLM")
