@@ -1,0 +1,39 @@
+"""Issue 25: float LOGISTIC and TANH on the Cortex-M4 (an FPU without double precision) compute exp / tanh in
+single precision (edge_fixedpoint_act.h EDGE_FLOAT_MATH_SINGLE) instead of software double. On the QEMU board the
+outputs stay within `edge profile`'s float tolerance (1e-5 of range) of the host build, which computes in double
+and is within 1e-6 of LiteRT's reference kernels here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.oprunner import T, op_model, run_on
+from tests.peers import run_litert
+from tests.test_profile import needs_qemu, state  # noqa: F401 (a fixture: the board state, boards stopped after)
+
+
+def _inputs(n: int) -> np.ndarray:
+    """Both sides of LOGISTIC's cut-offs (-9, 16.619), tanh's saturation, zero, tiny values and a dense middle."""
+    x = np.concatenate([np.linspace(-20, 20, n - 8), [-9.0, -9.000001, 16.619047, 16.62, 0.0, -0.0, 1e-30, -1e-7]])
+    return x.astype(np.float32).reshape(1, n)
+
+
+@pytest.mark.slow
+@needs_qemu
+@pytest.mark.parametrize("op", ["LOGISTIC", "TANH"])
+def test_float_logistic_tanh_single_precision_on_the_m4_board(state, tmp_path, op):  # noqa: F811
+    from edge_sdk.tools.profile import profile_model
+
+    x = _inputs(256)
+    model = op_model(op, [T(x.shape, "FLOAT32")], [T(x.shape, "FLOAT32")])
+    host = run_on("c", model, [x])[0]
+    ref = run_litert(model, [x])[0]
+    assert np.max(np.abs(host.astype(np.float64) - ref)) <= 1e-6, "the host build vs LiteRT's reference kernel"
+    path = tmp_path / f"{op.lower()}.tflite"
+    path.write_bytes(model)
+    np.save(tmp_path / "x.npy", x)
+    r = profile_model(path, "qemu-mps2-an386", runs=1, inputs=str(tmp_path / "x.npy"), build_dir=tmp_path / "fw")
+    assert r["validated"] is True and r["mismatches"] == [], r
+    (f,) = r["float_outputs"]
+    assert f["within"] is True and f["max_abs_diff"] <= 1e-5, f
