@@ -1,8 +1,9 @@
-"""Issue 26: firmware_c's float32 <-> integer conversions (QUANTIZE from float32, DEQUANTIZE to float32) run as
-vectorized blocks (QUANTIZE: 32 elements a block, a block with a NaN or |x / scale| > 2^23 redone element by
-element). Every SIMD level (and level 0, the portable loop) must give the bits of the Python kernel (the old C
-kernel's arithmetic: float32 division, round half away from zero, x86's int32 conversion, wrapping zero-point add,
-clamp) and of TFLM, on ties, +-inf, NaN, huge and subnormal values, at sizes with and without a tail."""
+"""Issue 26: firmware_c's float32 <-> integer conversions (QUANTIZE from float32, DEQUANTIZE to float32). QUANTIZE
+runs vectorized 32-element blocks at level 0 (a block with a NaN or |x / scale| > 2^23 redone element by element)
+and an AVX2 loop exact for every input at the x86-64 SIMD levels; DEQUANTIZE vectorized blocks. Every SIMD level
+(and level 0) must give the bits of the Python kernel (the old C kernel's arithmetic: float32 division, round half
+away from zero, x86's int32 conversion, wrapping zero-point add, clamp) and of TFLM, on ties, +-inf, NaN, huge
+and subnormal values, at sizes with and without a tail."""
 
 from __future__ import annotations
 

@@ -182,11 +182,19 @@ static inline __attribute__((always_inline)) void dequantize_tensor_run(const de
     const float sc = d->scale;
     const int32_t zp = d->zero_point;
     int64_t i;
+#ifdef __OPTIMIZE_SIZE__
+    /* -Os (microcontrollers): the int8 loop and one for the others */
+    if (d->type == EDGE_INT8)
+        for (i = 0; i < n; i++) y[i] = sc * (float)(((const int8_t *)x)[i] - zp);
+    else
+        for (i = 0; i < n; i++) y[i] = sc * (float)(load(d->type, x, i) - zp);
+#else
     switch (d->type) {
     case EDGE_INT8: DEQUANTIZE_BLOCKS(int8_t); break;
     case EDGE_UINT8: DEQUANTIZE_BLOCKS(uint8_t); break;
     default: DEQUANTIZE_BLOCKS(int16_t); break;
     }
+#endif
 }
 
 static void dequantize_tensor(const dequantize_data_t *d, const void *x, float *y, int64_t n) {

@@ -10,15 +10,20 @@
  * Per-channel outputs are refused (TFLM quantizes per tensor).
  *
  * The float32 path runs QBLOCK elements at a time through a fixed-count loop that compilers turn into vector code
- * (SSE2 / AVX2 on x86-64, NEON on aarch64; at -O2 gcc vectorizes a loop only when no scalar remainder is left):
- * with |x / scale| <= 2^23 the truncation of |x / scale| is its floor, and with an int16 zero point the sum cannot
+ * (SSE2 on x86-64, NEON on aarch64; at -O2 gcc vectorizes a loop only when no scalar remainder is left): with
+ * |x / scale| <= 2^23 the truncation of |x / scale| is its floor, and with an int16 zero point the sum cannot
  * wrap, so the reference's bits come from integer steps without libm's floorf or a double compare (soft-float on
- * a Cortex-M4). A block holding a NaN or a larger quotient is redone element by element as the reference.
+ * a Cortex-M4). A block holding a NaN or a larger quotient is redone element by element as the reference. On
+ * x86-64 with a SIMD level an AVX2 loop (quantize_float_avx2) gives the same bits for every input; size-optimized
+ * builds (-Os: the Cortex-M libraries) keep one loop with the fast path per element.
  */
 #include <string.h>
 
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
+#if EDGE_SIMD && defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 EDGE_KERNEL(QUANTIZE, quantize, 6, "FLOAT32 INT8 UINT8 INT16 INT32", "output INT8/UINT8/INT16 (INT32 from integer input)")
 
@@ -29,7 +34,7 @@ typedef struct {
     void *lut;                    /* 8-bit input: 256 values of the output type */
 #if EDGE_SIMD
     int32_t lut_simd;             /* 8-bit -> 8-bit on a 64-bit Linux CPU with a table fast path: its level (0: none) */
-    int32_t simd;                 /* float input on x86-64 with a SIMD level (AVX2 at every level): the AVX2 loop */
+    int32_t simd;                 /* float input on x86-64 with a SIMD level (AVX2 at every level): quantize_float_avx2 */
 #endif
 } quantize_data_t;
 
@@ -46,6 +51,15 @@ static int pair_supported(int in, int out) {
 static int32_t requantize(const quantize_data_t *d, int32_t v) {
     int32_t diff = edge_wrap32((int64_t)v - d->in_zp);
     return (int32_t)ea_clamp((int64_t)ea_mbqm(diff, d->multiplier, d->shift) + d->out_zp, d->qmin, d->qmax);
+}
+
+static void store(int type, void *y, int64_t i, int32_t v) {
+    switch (type) {
+    case EDGE_INT8: ((int8_t *)y)[i] = (int8_t)v; break;
+    case EDGE_UINT8: ((uint8_t *)y)[i] = (uint8_t)v; break;
+    case EDGE_INT16: ((int16_t *)y)[i] = (int16_t)v; break;
+    default: ((int32_t *)y)[i] = v; break;
+    }
 }
 
 /* The reference element, float32 -> the output type: TfLiteRound(x / scale) converted to int32 as x86 does (NaN
@@ -110,39 +124,63 @@ QUANTIZE_BLOCK(int16_t)
         for (; i < n; i++) yt[i] = (T)quantize_one(d, x[i]);                                                  \
     } while (0)
 
-/* y[0..n) = x quantized to d's output type (INT8, UINT8 or INT16). Always inlined: the AVX2 copy below is this
- * code compiled for AVX2. */
-static inline __attribute__((always_inline)) void quantize_float_run(const quantize_data_t *d, const float *x,
-                                                                     void *y, int64_t n) {
+/* y[0..n) = x quantized to d's output type (INT8, UINT8 or INT16). */
+static void quantize_float(const quantize_data_t *d, const float *x, void *y, int64_t n) {
     int64_t i;
+#ifdef __OPTIMIZE_SIZE__
+    /* a microcontroller (-Os): one loop, the fast path per element (no vectors to fill) */
+    for (i = 0; i < n; i++) {
+        const float r = x[i] / d->scale;
+        const int32_t small = fabsf(r) <= 8388608.0f;
+        store(d->out_type, y, i, small ? quantize_small(r, 1, d->out_zp, d->qmin, d->qmax) : quantize_one(d, x[i]));
+    }
+#else
     int32_t j;
     switch (d->out_type) {
     case EDGE_INT8: QUANTIZE_BLOCKS(int8_t); break;
     case EDGE_UINT8: QUANTIZE_BLOCKS(uint8_t); break;
     default: QUANTIZE_BLOCKS(int16_t); break;
     }
-}
-
-static void quantize_float(const quantize_data_t *d, const float *x, void *y, int64_t n) {
-    quantize_float_run(d, x, y, n);
+#endif
 }
 
 #if EDGE_SIMD && defined(__x86_64__)
-/* The same loop on 8 lanes (every x86-64 SIMD level has AVX2): ~3x the SSE2 loop's speed. */
+/* AVX2 (every x86-64 SIMD level has it), exact for every input without a fallback: q = cvttps2dq(r) is x86's
+ * conversion itself (INT32_MIN for NaN and out of range), d = r - trunc(r) is exact and NaN for +-inf and NaN
+ * (no step then), and |r| >= 2^23 is whole (d = 0); q + zp wraps as the reference's; the saturating packs are
+ * its clamp to the type. 8 quotients: */
+__attribute__((target("avx2"))) static inline __m256i quantize8_avx2(const float *x, __m256 scale, __m256i zp) {
+    const __m256 r = _mm256_div_ps(_mm256_loadu_ps(x), scale);
+    const __m256 d = _mm256_sub_ps(r, _mm256_round_ps(r, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
+    const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(d, _mm256_set1_ps(0.5f), _CMP_GE_OQ));     /* -1 */
+    const __m256i down = _mm256_castps_si256(_mm256_cmp_ps(d, _mm256_set1_ps(-0.5f), _CMP_LE_OQ)); /* -1 */
+    return _mm256_add_epi32(_mm256_add_epi32(_mm256_sub_epi32(_mm256_cvttps_epi32(r), up), down), zp);
+}
+
+/* y[0..n) as quantize_float, 32 (int8 / uint8) or 16 (int16) outputs a step; the tail as the reference. The
+ * packs work within 128-bit lanes: the permutes put the values back in order. */
 __attribute__((target("avx2"))) static void quantize_float_avx2(const quantize_data_t *d, const float *x, void *y,
                                                                 int64_t n) {
-    quantize_float_run(d, x, y, n);
+    const __m256 sc = _mm256_set1_ps(d->scale);
+    const __m256i zp = _mm256_set1_epi32(d->out_zp), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    int64_t i = 0;
+    if (d->out_type == EDGE_INT16) {
+        for (; i + 16 <= n; i += 16) {
+            const __m256i h = _mm256_packs_epi32(quantize8_avx2(x + i, sc, zp), quantize8_avx2(x + i + 8, sc, zp));
+            _mm256_storeu_si256((__m256i *)((int16_t *)y + i), _mm256_permute4x64_epi64(h, 0xD8));
+        }
+    } else {
+        for (; i + 32 <= n; i += 32) {
+            const __m256i ab = _mm256_packs_epi32(quantize8_avx2(x + i, sc, zp), quantize8_avx2(x + i + 8, sc, zp));
+            const __m256i cd = _mm256_packs_epi32(quantize8_avx2(x + i + 16, sc, zp),
+                                                  quantize8_avx2(x + i + 24, sc, zp));
+            const __m256i b = d->out_type == EDGE_UINT8 ? _mm256_packus_epi16(ab, cd) : _mm256_packs_epi16(ab, cd);
+            _mm256_storeu_si256((__m256i *)((int8_t *)y + i), _mm256_permutevar8x32_epi32(b, order));
+        }
+    }
+    for (; i < n; i++) store(d->out_type, y, i, quantize_one(d, x[i]));
 }
 #endif
-
-static void store(int type, void *y, int64_t i, int32_t v) {
-    switch (type) {
-    case EDGE_INT8: ((int8_t *)y)[i] = (int8_t)v; break;
-    case EDGE_UINT8: ((uint8_t *)y)[i] = (uint8_t)v; break;
-    case EDGE_INT16: ((int16_t *)y)[i] = (int16_t)v; break;
-    default: ((int32_t *)y)[i] = v; break;
-    }
-}
 
 edge_status_t edge_prepare_quantize(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *out;
