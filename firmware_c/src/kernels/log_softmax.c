@@ -1,5 +1,6 @@
 /* LOG_SOFTMAX over the last dimension, as edge_sdk/runtime/kernels/activations.py prepare_log_softmax.
- *  - FLOAT32: shifted = x - max, sum of exp(shifted) (exp in double rounded to float, summed in float), out =
+ *  - FLOAT32: shifted = x - max, sum of exp(shifted) (exp in double rounded to float, single precision on cores
+ *    without a double FPU: ea_exp_f32; summed in float), out =
  *    shifted - (float)log(sum). The Python kernel sums pairwise (numpy): results agree within a few ulps.
  *  - INT8 (output scale 16/256, zero point 127), TFLM's fixed-point LogSoftmax: differences to the row maximum
  *    scaled into Q5.26, exp summed in Q12.19, gemmlowp's log(x) for x >= 1 in Q5.26, the result requantized
@@ -130,7 +131,7 @@ void edge_eval_log_softmax(const edge_node_t *node, edge_ctx_t *ctx) {
         float mx = v[0], sum = 0.0f, ls;
         for (i = 1; i < depth; i++)
             if (v[i] > mx) mx = v[i];
-        for (i = 0; i < depth; i++) sum += (float)exp((double)(v[i] - mx));
+        for (i = 0; i < depth; i++) sum += ea_exp_f32(v[i] - mx); /* double where the FPU has it */
         ls = (float)log((double)sum);
         for (i = 0; i < depth; i++) o[i] = (v[i] - mx) - ls;
     }

@@ -8,9 +8,22 @@
  *    Multiplier(in_scale / out_scale, in double), plus out_zp, clamped. 8-bit inputs go through a 256-entry
  *    table built in prepare.
  * Per-channel outputs are refused (TFLM quantizes per tensor).
+ *
+ * The float32 path runs QBLOCK elements at a time through a fixed-count loop that compilers turn into vector code
+ * (SSE2 on x86-64, NEON on aarch64; at -O2 gcc vectorizes a loop only when no scalar remainder is left): with
+ * |x / scale| <= 2^23 the truncation of |x / scale| is its floor, and with an int16 zero point the sum cannot
+ * wrap, so the reference's bits come from integer steps without libm's floorf or a double compare (soft-float on
+ * a Cortex-M4). A block holding a NaN or a larger quotient is redone element by element as the reference. On
+ * x86-64 with a SIMD level an AVX2 loop (quantize_float_avx2) gives the same bits for every input; size-optimized
+ * builds (-Os: the Cortex-M libraries) keep one loop with the fast path per element.
  */
+#include <string.h>
+
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
+#if EDGE_SIMD && defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 EDGE_KERNEL(QUANTIZE, quantize, 6, "FLOAT32 INT8 UINT8 INT16 INT32", "output INT8/UINT8/INT16 (INT32 from integer input)")
 
@@ -21,6 +34,7 @@ typedef struct {
     void *lut;                    /* 8-bit input: 256 values of the output type */
 #if EDGE_SIMD
     int32_t lut_simd;             /* 8-bit -> 8-bit on a 64-bit Linux CPU with a table fast path: its level (0: none) */
+    int32_t simd;                 /* float input on x86-64 with a SIMD level (AVX2 at every level): quantize_float_avx2 */
 #endif
 } quantize_data_t;
 
@@ -47,6 +61,126 @@ static void store(int type, void *y, int64_t i, int32_t v) {
     default: ((int32_t *)y)[i] = v; break;
     }
 }
+
+/* The reference element, float32 -> the output type: TfLiteRound(x / scale) converted to int32 as x86 does (NaN
+ * and out of range: INT32_MIN; r >= -2^31 in float is the reference's (double)r > -2^31 - 1: no float lies
+ * between), plus the zero point (wrapping), clamped. */
+static int32_t quantize_one(const quantize_data_t *d, float x) {
+    const float r = ea_round_f32(x / d->scale);
+    int32_t q = EDGE_INT32_MIN;
+    if (r >= -2147483648.0f && r < 2147483648.0f) q = (int32_t)r;
+    return (int32_t)ea_clamp(edge_wrap32((int64_t)q + d->out_zp), d->qmin, d->qmax);
+}
+
+/* Elements per block of the float32 loop: a whole number of vectors of the narrowest type (16 int8: one SSE2 /
+ * NEON register; 32: one AVX2 register). */
+#define QBLOCK 32
+
+/* quantize_one of x when r = x / scale has small = |r| <= 2^23 (else garbage). With f = |r| or 0,
+ * (float)(int32_t)f is floor(f) and f - floor(f) is exact, so the rounding is ea_round_f32's; |round| <= 2^23
+ * and the zero point (int16: edge.c refuses others at load) add without a wrap. f comes from an integer mask, not a select: gcc turns a
+ * select into a branch around the conversion (which it takes to trap) and then leaves the loop scalar. */
+static inline int32_t quantize_small(float r, int32_t small, int32_t zp, int32_t lo, int32_t hi) {
+    const float a = fabsf(r);
+    uint32_t bits;
+    float f;
+    int32_t t, m, neg, v;
+    memcpy(&bits, &a, 4);
+    bits &= (uint32_t)-small;
+    memcpy(&f, &bits, 4);
+    t = (int32_t)f;
+    m = t + (f - (float)t >= 0.5f);
+    neg = -(r < 0.0f);
+    v = ((m ^ neg) - neg) + zp; /* +-m + zp */
+    v = v < lo ? lo : v;
+    return v > hi ? hi : v;
+}
+
+/* quantize_block_<T>: y[0..QBLOCK) from x[0..QBLOCK); returns 0 when a NaN or a larger quotient was met (y is
+ * garbage then: the caller redoes the block element by element). */
+#define QUANTIZE_BLOCK(T)                                                                                     \
+    static inline __attribute__((always_inline)) int32_t quantize_block_##T(                                 \
+        const float *restrict x, float sc, int32_t zp, int32_t lo, int32_t hi, T *restrict y) {             \
+        int32_t j, large = 0;                                                                                 \
+        for (j = 0; j < QBLOCK; j++) {                                                                        \
+            const float r = x[j] / sc;                                                                        \
+            const int32_t small = fabsf(r) <= 8388608.0f; /* NaN: 0 */                                        \
+            y[j] = (T)quantize_small(r, small, zp, lo, hi);                                                   \
+            large |= small ^ 1;                                                                               \
+        }                                                                                                     \
+        return !large;                                                                                        \
+    }
+QUANTIZE_BLOCK(int8_t)
+QUANTIZE_BLOCK(uint8_t)
+QUANTIZE_BLOCK(int16_t)
+
+/* One output type's loop: the blocks, a block the fast path declines and the tail as the reference. */
+#define QUANTIZE_BLOCKS(T)                                                                                    \
+    do {                                                                                                      \
+        T *yt = (T *)y;                                                                                       \
+        for (i = 0; i + QBLOCK <= n; i += QBLOCK)                                                            \
+            if (!quantize_block_##T(x + i, d->scale, d->out_zp, d->qmin, d->qmax, yt + i))                    \
+                for (j = 0; j < QBLOCK; j++) yt[i + j] = (T)quantize_one(d, x[i + j]);                        \
+        for (; i < n; i++) yt[i] = (T)quantize_one(d, x[i]);                                                  \
+    } while (0)
+
+/* y[0..n) = x quantized to d's output type (INT8, UINT8 or INT16). */
+static void quantize_float(const quantize_data_t *d, const float *x, void *y, int64_t n) {
+    int64_t i;
+#ifdef __OPTIMIZE_SIZE__
+    /* a microcontroller (-Os): one loop, the fast path per element (no vectors to fill) */
+    for (i = 0; i < n; i++) {
+        const float r = x[i] / d->scale;
+        const int32_t small = fabsf(r) <= 8388608.0f;
+        store(d->out_type, y, i, small ? quantize_small(r, 1, d->out_zp, d->qmin, d->qmax) : quantize_one(d, x[i]));
+    }
+#else
+    int32_t j;
+    switch (d->out_type) {
+    case EDGE_INT8: QUANTIZE_BLOCKS(int8_t); break;
+    case EDGE_UINT8: QUANTIZE_BLOCKS(uint8_t); break;
+    default: QUANTIZE_BLOCKS(int16_t); break;
+    }
+#endif
+}
+
+#if EDGE_SIMD && defined(__x86_64__)
+/* AVX2 (every x86-64 SIMD level has it), exact for every input without a fallback: q = cvttps2dq(r) is x86's
+ * conversion itself (INT32_MIN for NaN and out of range), d = r - trunc(r) is exact and NaN for +-inf and NaN
+ * (no step then), and |r| >= 2^23 is whole (d = 0); q + zp wraps as the reference's; the saturating packs are
+ * its clamp to the type. 8 quotients: */
+__attribute__((target("avx2"))) static inline __m256i quantize8_avx2(const float *x, __m256 scale, __m256i zp) {
+    const __m256 r = _mm256_div_ps(_mm256_loadu_ps(x), scale);
+    const __m256 d = _mm256_sub_ps(r, _mm256_round_ps(r, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
+    const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(d, _mm256_set1_ps(0.5f), _CMP_GE_OQ));     /* -1 */
+    const __m256i down = _mm256_castps_si256(_mm256_cmp_ps(d, _mm256_set1_ps(-0.5f), _CMP_LE_OQ)); /* -1 */
+    return _mm256_add_epi32(_mm256_add_epi32(_mm256_sub_epi32(_mm256_cvttps_epi32(r), up), down), zp);
+}
+
+/* y[0..n) as quantize_float, 32 (int8 / uint8) or 16 (int16) outputs a step; the tail as the reference. The
+ * packs work within 128-bit lanes: the permutes put the values back in order. */
+__attribute__((target("avx2"))) static void quantize_float_avx2(const quantize_data_t *d, const float *x, void *y,
+                                                                int64_t n) {
+    const __m256 sc = _mm256_set1_ps(d->scale);
+    const __m256i zp = _mm256_set1_epi32(d->out_zp), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    int64_t i = 0;
+    if (d->out_type == EDGE_INT16) {
+        for (; i + 16 <= n; i += 16) {
+            const __m256i h = _mm256_packs_epi32(quantize8_avx2(x + i, sc, zp), quantize8_avx2(x + i + 8, sc, zp));
+            _mm256_storeu_si256((__m256i *)((int16_t *)y + i), _mm256_permute4x64_epi64(h, 0xD8));
+        }
+    } else {
+        for (; i + 32 <= n; i += 32) {
+            const __m256i ab = _mm256_packs_epi32(quantize8_avx2(x + i, sc, zp), quantize8_avx2(x + i + 8, sc, zp));
+            const __m256i cd = _mm256_packs_epi32(quantize8_avx2(x + i + 16, sc, zp),
+                                                  quantize8_avx2(x + i + 24, sc, zp));
+            const __m256i b = d->out_type == EDGE_UINT8 ? _mm256_packus_epi16(ab, cd) : _mm256_packs_epi16(ab, cd);
+            _mm256_storeu_si256((__m256i *)((int8_t *)y + i), _mm256_permutevar8x32_epi32(b, order));
+        }
+    }
+    for (; i < n; i++) store(d->out_type, y, i, quantize_one(d, x[i]));
+}
+#endif
 
 edge_status_t edge_prepare_quantize(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *x, *out;
@@ -76,6 +210,9 @@ edge_status_t edge_prepare_quantize(edge_node_t *node, edge_ctx_t *ctx) {
     if (x->type == EDGE_FLOAT32) {
         if (out->type == EDGE_INT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "QUANTIZE: float32 -> INT32");
         d->scale = out->scale;
+#if EDGE_SIMD && defined(__x86_64__)
+        d->simd = edge_simd_level() > 0;
+#endif
         return EDGE_OK;
     }
     if (!pair_supported(x->type, out->type)) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "QUANTIZE: type pair");
@@ -107,14 +244,14 @@ void edge_eval_quantize(const edge_node_t *node, edge_ctx_t *ctx) {
     int64_t i;
     switch (d->in_type) {
     case EDGE_FLOAT32: {
-        const float *xf = (const float *)x->data;
         if (!EDGE_WITH_FLOAT32) break; /* refused at prepare */
-        for (i = 0; i < n; i++) {
-            const float r = ea_round_f32(xf[i] / d->scale);
-            int32_t q = EDGE_INT32_MIN; /* x86 cvttss2si for NaN and out of range */
-            if ((double)r > -2147483649.0 && (double)r < 2147483648.0) q = (int32_t)r;
-            store(d->out_type, y, i, (int32_t)ea_clamp(edge_wrap32((int64_t)q + d->out_zp), d->qmin, d->qmax));
+#if EDGE_SIMD && defined(__x86_64__)
+        if (d->simd) {
+            quantize_float_avx2(d, (const float *)x->data, y, n);
+            break;
         }
+#endif
+        quantize_float(d, (const float *)x->data, y, n);
         break;
     }
     case EDGE_INT8:

@@ -195,7 +195,7 @@ static void softmax_float_row(const softmax_data_t *d, const float *x, float *y)
     float max = x[0], sum = 0.0f;
     for (i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
     for (i = 0; i < n; i++) {
-        y[i] = (float)exp((double)((x[i] - max) * d->beta));
+        y[i] = ea_exp_f32((x[i] - max) * d->beta); /* double where the FPU has it (edge_fixedpoint_act.h) */
         sum += y[i];
     }
     for (i = 0; i < n; i++) y[i] = y[i] / sum;
