@@ -37,8 +37,10 @@ allocate_tensors, step by step:
    input shape; the node still runs at every invoke. A tensor nobody writes may be read (converters leave
    such scratch tensors): it holds zeros. An output whose size depends on the data (the row's ``data_sized``:
    WHERE, UNIQUE) gets an empty placeholder shape, so no arena bytes; its eval sizes it (``DataSizedOutput``,
-   LiteRT's dynamic tensor resized at eval) in its own array outside the arena. Supported only in subgraph 0 and
-   only where no operator reads it (a model output, or unread): a node reading it is refused here, naming it.
+   LiteRT's dynamic tensor resized at eval) in its own array outside the arena (subgraph 0 only). A node reading
+   such a tensor is prepared at eval too (``PreparedAtEval``, as LiteRT prepares the nodes after a dynamic tensor:
+   at the input shapes of each invoke, again when they change), its outputs sized at eval in turn; a node calling
+   subgraphs (IF, WHILE) reading one is refused here, naming it.
 3. Plan one arena (``edge_sdk.runtime.arena``) over every non-constant tensor with bytes, on one time axis shared
    by all subgraphs, as TFLM does: step 0 is "before subgraph 0's first op" (its inputs appear there),
    op ``i`` is a later step; an operator that calls other subgraphs (CALL_ONCE, IF, WHILE) nests their

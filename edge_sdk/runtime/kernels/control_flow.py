@@ -23,8 +23,9 @@ over that prepare). Prepare then holds the branches' / the loop's tensors to the
 shapes (a branch input, a loop variable), the same output shapes in both branches; branches whose outputs differ
 are refused at prepare. A WHILE whose body changes a loop variable's shape (a sequence grown by CONCATENATION each
 iteration, as greedy decoders write) runs as LiteRT runs it, with dynamic shapes (_reshaping_loop): cond and body
-prepared again at each iteration's shapes, the growing outputs sized at eval (the main subgraph only, read by no
-node); the C runtime, which plans every byte before the first invoke, refuses it at load naming the loop variable.
+prepared again at each iteration's shapes, the growing outputs sized at eval (the main subgraph only; the nodes
+reading them prepared at eval: interpreter.PreparedAtEval); the C runtime, which plans every byte before the first
+invoke, refuses it at load naming the loop variable.
 """
 
 from __future__ import annotations
@@ -198,7 +199,7 @@ def _growing_variables(node: Node, variables: list[TensorInfo], body_outs: list[
     """The loop variables whose shape the body changes (its output k, prepared at the variables' shapes, has
     another shape than variable k, the same type: a CONCATENATION growing a sequence, as greedy decoders write).
     LiteRT marks such a WHILE's outputs dynamic and re-prepares cond and body at each iteration's shapes; so does
-    this interpreter (_reshaping_loop), where it holds such an output: the main subgraph, read by no node."""
+    this interpreter (_reshaping_loop), where it holds such an output: the main subgraph."""
     growing = [k for k, (v, b) in enumerate(zip(variables, body_outs))
                if b.type == v.type and tuple(b.shape) != tuple(v.shape)]
     if growing and node.subgraph != 0:
@@ -213,7 +214,7 @@ def _reshaping_loop(node: Node, cond_index: int, body_index: int, growing: list[
     """The eval of a WHILE whose body changes the shapes of loop variables ``growing`` (LiteRT's dynamic WHILE):
     cond and body run in interpreters of their own (SubgraphRunner), prepared again whenever the variables'
     shapes change, as LiteRT re-prepares them; those outputs are sized at eval (an empty placeholder until then,
-    no arena bytes: the interpreter's DataSizedOutput, so no node may read them), the others keep their shapes
+    no arena bytes: the interpreter's DataSizedOutput; its readers are prepared at eval), the others keep their shapes
     (one that ends at another shape is a ModelError naming it)."""
     for k in growing:
         out = node.outputs[k]

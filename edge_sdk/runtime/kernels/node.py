@@ -45,7 +45,7 @@ class TensorInfo:
     is_variable: bool = False
     sparsity: Any = None  # edge_sdk.model.Sparsity for sparse constants
     # an output whose size depends on the data (its op row's ``data_sized``): no arena bytes; eval sizes it through
-    # the interpreter's DataSizedOutput (``resize(shape)``), and no op may read it (a model output, or unread)
+    # the interpreter's DataSizedOutput (``resize(shape)``); the nodes reading it are prepared at eval (PreparedAtEval)
     sized_at_eval: bool = False
     # a tensor computed at run time whose value prepare already knows: shape arithmetic on SHAPE / RANK outputs and
     # constants (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE, as PyTorch and onnx2tf exports write it), evaluated by
