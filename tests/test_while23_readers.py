@@ -233,3 +233,18 @@ def test_edge_check_runs_a_post_processing_decoder_on_a_linux_target_and_the_c_r
     mcu = check_model(model, "stm32f746-disco", stack=False)
     text = str(mcu.to_dict() if hasattr(mcu, "to_dict") else mcu)
     assert mcu.verdict != "runs" and "WHILE" in text and "'tokens'" in text and "changes this loop variable" in text
+
+
+def test_invoke_traced_has_rows_for_the_nodes_of_a_growing_loop_and_its_readers():
+    """The body and cond of a growing WHILE run in interpreters of their own; invoke_traced still has a row per
+    step they run, named by the model's subgraph and node (as a WHILE of static shapes): [1, 2] doubled 6 times."""
+    interp = Interpreter(model_content=doubling_then(2, "FLOAT32", "relu_add"))
+    interp.allocate_tensors()
+    interp.set_tensor(interp.get_input_details()[0]["index"], np.array([[1, 2]], np.float32))
+    rows = interp.invoke_traced()
+    ops = [(r["subgraph"], r["node"], r["op"]) for r in rows]
+    assert ops.count((2, 0, "CONCATENATION")) == 6, ops
+    assert ops.count((1, 0, "SUM")) == ops.count((1, 1, "LESS")) == 7, ops
+    assert ops[-3:] == [(0, 0, "WHILE"), (0, 1, "RELU"), (0, 2, "ADD")], ops
+    assert all(isinstance(r["ns"], int) and r["ns"] >= 0 for r in rows)
+    assert interp.get_tensor(interp.get_output_details()[0]["index"]).shape == (1, 128)

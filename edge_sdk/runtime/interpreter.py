@@ -289,6 +289,13 @@ class Interpreter:
         (kernels.control_flow.SubgraphRunner)."""
         return Interpreter(model=model, arena_size=self._budget, max_while_iterations=self.max_while_iterations)
 
+    def trace_sink(self) -> list | None:
+        """The rows list of an invoke_traced() of this interpreter running in this context (where a growing WHILE's
+        cond and body, run by interpreters of their own, add their rows: kernels.control_flow.SubgraphRunner), else
+        None."""
+        owner, timer = _TRACING.get()
+        return timer.rows if owner is self else None
+
     def subgraph_infos(self, subgraph_index: int) -> list[TensorInfo]:
         """Subgraph ``subgraph_index``'s tensor infos while nodes are being prepared: a control-flow kernel reads its
         callees' (prepared first, planner.call_order) input and output shapes and types."""
@@ -1002,6 +1009,7 @@ class Interpreter:
             index, op = labels[s][k]
             out.append({"subgraph": s, "node": index, "op": op, "ns": clock() - t0})
 
+        timer.rows = out  # trace_sink: the rows of steps run by other interpreters on this one's behalf
         traced = _TRACING.set((self, timer))  # for the subgraphs the steps call (invoke_subgraph)
         token = _blas.enter(self._threads)
         try:

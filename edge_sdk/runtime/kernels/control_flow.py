@@ -253,11 +253,13 @@ def _reshaping_loop(node: Node, cond_index: int, body_index: int, growing: list[
 class SubgraphRunner:
     """Subgraph ``index`` of the runtime's model run on its own (``subgraph_model``: it and its callees), in an
     interpreter prepared at the shapes of the values given, prepared again when they change (a WHILE whose body
-    changes shapes: LiteRT re-prepares its callees at each iteration's shapes)."""
+    changes shapes: LiteRT re-prepares its callees at each iteration's shapes). Under the runtime's invoke_traced
+    its steps are traced too, as rows of the runtime's subgraphs (``runtime.trace_sink``)."""
 
     def __init__(self, runtime, index: int):
         self.runtime, self.index = runtime, index
         self.interp, self.shapes = None, None
+        self.order = call_closure(runtime.model, index)  # the runner's subgraph j is the runtime's order[j]
 
     def __call__(self, values: list[np.ndarray]) -> list[np.ndarray]:
         shapes = [tuple(v.shape) for v in values]
@@ -271,13 +273,16 @@ class SubgraphRunner:
             self.shapes = shapes
         for d, v in zip(details, values):
             self.interp.set_tensor(d["index"], v)
-        self.interp.invoke()
+        sink = self.runtime.trace_sink()
+        if sink is None:
+            self.interp.invoke()
+        else:
+            sink.extend({**row, "subgraph": self.order[row["subgraph"]]} for row in self.interp.invoke_traced())
         return [np.array(self.interp.get_tensor(d["index"])) for d in self.interp.get_output_details()]
 
 
-def subgraph_model(model: Model, index: int) -> Model:
-    """A model whose main subgraph is ``model``'s subgraph ``index``, followed by the subgraphs it calls (directly
-    or not), their call options renumbered; buffers and operator codes shared."""
+def call_closure(model: Model, index: int) -> list[int]:
+    """Subgraph ``index`` and the subgraphs it calls (directly or not), in the order ``subgraph_model`` lays out."""
     from edge_sdk.runtime.planner import callees
 
     order, todo = [index], [index]
@@ -287,6 +292,13 @@ def subgraph_model(model: Model, index: int) -> Model:
                 if c not in order:
                     order.append(c)
                     todo.append(c)
+    return order
+
+
+def subgraph_model(model: Model, index: int) -> Model:
+    """A model whose main subgraph is ``model``'s subgraph ``index``, followed by the subgraphs it calls (directly
+    or not: call_closure), their call options renumbered; buffers and operator codes shared."""
+    order = call_closure(model, index)
     renumber = {old: new for new, old in enumerate(order)}
     out = copy.copy(model)
     out.subgraphs, out.signature_defs = [], []

@@ -112,6 +112,10 @@ class Runtime(Protocol):
         """An interpreter of ``model`` (a callee as its own model) under this runtime's bounds: a WHILE whose body
         changes shapes runs cond and body there, prepared again at each iteration's shapes (eval time)."""
 
+    def trace_sink(self) -> list | None:
+        """Eval time: the rows list of this runtime's invoke_traced() running now (where the standalone interpreters
+        of a growing WHILE add their steps' rows), else None."""
+
 
 @dataclass
 class Node:
