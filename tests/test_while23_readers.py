@@ -227,12 +227,14 @@ def test_edge_check_runs_a_post_processing_decoder_on_a_linux_target_and_the_c_r
     from edge_sdk.targets.check import check_model
     from tests.conftest import require_c_runtime
 
-    model = post_processed_decoder(2)
-    assert check_model(model, "raspberry-pi-4", stack=False).verdict == "runs"
+    for model in (post_processed_decoder(2), decoder_in_a_branch(2)):
+        assert check_model(model, "raspberry-pi-4", stack=False).verdict == "runs"
     require_c_runtime()
-    mcu = check_model(model, "stm32f746-disco", stack=False)
-    text = str(mcu.to_dict() if hasattr(mcu, "to_dict") else mcu)
-    assert mcu.verdict != "runs" and "WHILE" in text and "'tokens'" in text and "changes this loop variable" in text
+    for model, where in ((post_processed_decoder(2), "node 0 (WHILE"), (decoder_in_a_branch(2), "subgraph 1 node 0")):
+        mcu = check_model(model, "stm32f746-disco", stack=False)
+        text = str(mcu.to_dict() if hasattr(mcu, "to_dict") else mcu)
+        assert mcu.verdict != "runs" and where in text and "'tokens'" in text, text
+        assert "changes this loop variable" in text, text
 
 
 def test_invoke_traced_has_rows_for_the_nodes_of_a_growing_loop_and_its_readers():
@@ -248,3 +250,51 @@ def test_invoke_traced_has_rows_for_the_nodes_of_a_growing_loop_and_its_readers(
     assert ops[-3:] == [(0, 0, "WHILE"), (0, 1, "RELU"), (0, 2, "ADD")], ops
     assert all(isinstance(r["ns"], int) and r["ns"] >= 0 for r in rows)
     assert interp.get_tensor(interp.get_output_details()[0]["index"]).shape == (1, 128)
+
+
+def decoder_in_a_branch(start: int) -> bytes:
+    """IF i < n: the decoder loop (then) else the tokens as they are -> 'tokens_out' [1, start + n] or [1, start] ->
+    CAST to float -> 'floats'. The IF's output is sized at eval as the loop's is."""
+    g = GraphBuilder()
+    then = g.subgraph("decode")
+    t_ins, t_tokens = _decoder_loop(then, start)
+    then.output(t_tokens)
+    keep = g.subgraph("keep")
+    keep.input("i", (), "INT32"), keep.input("n", (), "INT32")
+    keep.output(keep.input("tokens", (1, start), "INT32"))
+    ins = [g.input("i", (), "INT32"), g.input("n", (), "INT32"), g.input("tokens", (1, start), "INT32")]
+    flag, tokens = g.tensor("flag", (), "BOOL"), g.tensor("tokens_out", (1, start), "INT32")
+    floats = g.tensor("floats", (1, start), "FLOAT32")
+    g.op("LESS", ins[:2], [flag])
+    g.op("IF", [flag, *ins], [tokens], then_subgraph_index=then.index, else_subgraph_index=keep.index)
+    g.op("CAST", [tokens], [floats])
+    g.output(tokens, floats)
+    return _dynamic(g, {"tokens_out": (1, -1), "floats": (1, -1)})
+
+
+@pytest.mark.parametrize("start, n", [(1, 0), (2, 5)])
+def test_a_growing_loop_in_an_if_branch_runs_as_litert(start, n):
+    model, feeds = decoder_in_a_branch(start), _decoder_feeds(start, n)
+    got = run_on("python", model, feeds)
+    _assert_like_litert(got, run_peer(model, feeds, "litert", isolate=True))
+    np.testing.assert_array_equal(got[0], _decoded(feeds[2], n))
+
+
+def test_a_growing_loop_in_a_while_body_is_refused_in_one_line():
+    """An outer WHILE whose body returns an inner growing loop's sequence: the outer loop copies its variables at
+    their planned shapes, so it is refused at prepare, naming the body output."""
+    g = GraphBuilder()
+    cond, body = g.subgraph("outer_cond"), g.subgraph("outer_body")
+    cond.input("i", (), "INT32"), cond.input("n", (), "INT32"), cond.input("tokens", (1, 1), "INT32")
+    cond.output(cond.constant("no", np.array(False)))
+    (bi, bn, _), b_tokens = _decoder_loop(body, 1)
+    body.output(bi, bn, b_tokens)
+    ins = [g.input("i", (), "INT32"), g.input("n", (), "INT32"), g.input("tokens", (1, 1), "INT32")]
+    outs = [g.tensor("i_out", (), "INT32"), g.tensor("n_out", (), "INT32"), g.tensor("y", (1, 1), "INT32")]
+    g.op("WHILE", ins, outs, cond_subgraph_index=cond.index, body_subgraph_index=body.index)
+    g.output(*outs)
+    interp = Interpreter(model_content=write_model(g.build()))
+    with pytest.raises(UnsupportedOpError) as err:
+        interp.allocate_tensors()
+    text = str(err.value)
+    assert "\n" not in text and "node 0 (WHILE" in text and "'tokens_out' is sized at eval" in text, text
