@@ -298,3 +298,18 @@ def test_a_growing_loop_in_a_while_body_is_refused_in_one_line():
         interp.allocate_tensors()
     text = str(err.value)
     assert "\n" not in text and "node 0 (WHILE" in text and "'tokens_out' is sized at eval" in text, text
+
+
+def test_readers_of_a_sized_at_eval_tensor_stay_on_the_interpreter_under_a_delegate():
+    """A delegate would prepare them at their placeholder shapes: they run on the interpreter's kernels, said in
+    node_backends; the outputs are the ones without a delegate."""
+    model, feeds = post_processed_decoder(2), _decoder_feeds(2, 5)
+    interp = Interpreter(model_content=model, delegates=["litert"])
+    backends = interp.node_backends(0)
+    assert all(b == ("cpu", "its input is sized at eval: the interpreter prepares it then") for b in backends[1:])
+    interp.allocate_tensors()
+    for d, v in zip(interp.get_input_details(), feeds):
+        interp.set_tensor(d["index"], v)
+    interp.invoke()
+    got = [interp.get_tensor(d["index"]) for d in interp.get_output_details()]
+    _assert_like_litert(got, run_on("python", model, feeds))

@@ -483,6 +483,8 @@ class Interpreter:
             sg = model.subgraphs[s]
             if self._delegates:
                 assigned = limit_runs(assign_backends(nodes, self._delegates), self._delegates)
+                assigned = [(CPU, "its input is sized at eval: the interpreter prepares it then")
+                            if isinstance(node._eval, PreparedAtEval) else a for node, a in zip(nodes, assigned)]
             else:
                 assigned = [(CPU, "no delegates")] * len(nodes)
             constants = {info.index for info in p.infos[s] if info.is_const}
