@@ -313,3 +313,23 @@ def test_readers_of_a_sized_at_eval_tensor_stay_on_the_interpreter_under_a_deleg
     interp.invoke()
     got = [interp.get_tensor(d["index"]) for d in interp.get_output_details()]
     _assert_like_litert(got, run_on("python", model, feeds))
+
+
+@pytest.mark.parametrize("count", [6, 40])
+def test_a_mask_selection_where_then_gather_nd_runs_as_litert(count):
+    """x [count] float, WHERE(x > 0) -> [k, 1] INT64 -> GATHER_ND(x, .) -> [k]: boolean-mask selection, k from the
+    data (6 elements: the indices also key the prepare by value; 40: by shape only)."""
+    g = GraphBuilder()
+    x = g.input("x", (count,), "FLOAT32")
+    mask, where = g.tensor("mask", (count,), "BOOL"), g.tensor("where", (count, 1), "INT64")
+    picked = g.tensor("picked", (count,), "FLOAT32")
+    g.op("GREATER", [x, g.constant("zero", np.array(0, np.float32))], [mask])
+    g.op("WHERE", [mask], [where])
+    g.op("GATHER_ND", [x, where], [picked])
+    g.output(picked)
+    model = _dynamic(g, {"where": (-1, 1), "picked": (-1,)})
+    for seed in (1, 2):
+        x_value = np.random.default_rng(seed).standard_normal(count).astype(np.float32)
+        got = run_on("python", model, [x_value])
+        _assert_like_litert(got, run_peer(model, [x_value], "litert", isolate=True))
+        np.testing.assert_array_equal(got[0], x_value[x_value > 0])
