@@ -2,9 +2,10 @@
 re-prepares cond and body at each iteration's shapes): a sequence grown by CONCATENATION, as greedy decoders write.
 
 The Python interpreter runs it as LiteRT does (kernels.control_flow._reshaping_loop: cond and body in interpreters
-of their own, prepared again when the shapes change; the growing outputs sized at eval, so they may be model outputs,
-read by no node); the C runtime, which plans every byte before the first invoke, refuses it at load in one line
-naming the WHILE node and the loop variable (tests/test_call_site_shapes.py); `edge check` says which runs it.
+of their own, prepared again when the shapes change; the growing outputs sized at eval, the nodes reading them
+prepared at eval too: tests/test_while23_readers.py); the C runtime, which plans every byte before the first invoke,
+refuses it at load in one line naming the WHILE node and the loop variable (tests/test_call_site_shapes.py);
+`edge check` says which runs it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from edge_sdk import Interpreter
-from edge_sdk.errors import ModelError, UnsupportedOpError
+from edge_sdk.errors import ModelError
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
 from tests.oprunner import run_on, run_peer
@@ -120,31 +121,6 @@ def test_the_while_bound_holds_for_a_growing_loop():
     interp.set_tensor(interp.get_input_details()[0]["index"], np.array([[1, 2]], np.float32))
     with pytest.raises(ModelError, match=r"node 0 \(WHILE.*max_while_iterations=3"):
         interp.invoke()
-
-
-def test_a_node_reading_the_grown_sequence_is_refused_in_one_line():
-    """The grown output is sized at eval, outside the arena: no node may read it (the interpreter's rule for outputs
-    whose size depends on the data), said at prepare, naming the reader and the WHILE."""
-    g = GraphBuilder()
-    cond, body = g.subgraph("cond"), g.subgraph("body")
-    c = cond.input("x", (1, 2), "FLOAT32")
-    total, more = cond.tensor("total", (), "FLOAT32"), cond.tensor("more", (), "BOOL")
-    cond.op("SUM", [c, cond.constant("axes", np.array([0, 1], np.int32))], [total], keep_dims=False)
-    cond.op("LESS", [total, cond.constant("limit", np.array(100, np.float32))], [more])
-    cond.output(more)
-    b = body.input("x", (1, 2), "FLOAT32")
-    twice = body.tensor("twice", (1, 4), "FLOAT32")
-    body.op("CONCATENATION", [b, b], [twice], axis=1)
-    body.output(twice)
-    x, y, z = g.input("x", (1, 2), "FLOAT32"), g.tensor("y", (1, 2), "FLOAT32"), g.tensor("z", (1, 2), "FLOAT32")
-    g.op("WHILE", [x], [y], cond_subgraph_index=cond.index, body_subgraph_index=body.index)
-    g.op("RELU", [y], [z])
-    g.output(z)
-    interp = Interpreter(model_content=write_model(g.build()))
-    with pytest.raises(UnsupportedOpError) as err:
-        interp.allocate_tensors()
-    text = str(err.value)
-    assert "\n" not in text and "node 1 (RELU" in text and "node 0, WHILE" in text, text
 
 
 def test_edge_check_says_which_runtime_runs_a_growing_loop():

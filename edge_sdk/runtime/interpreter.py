@@ -37,8 +37,10 @@ allocate_tensors, step by step:
    input shape; the node still runs at every invoke. A tensor nobody writes may be read (converters leave
    such scratch tensors): it holds zeros. An output whose size depends on the data (the row's ``data_sized``:
    WHERE, UNIQUE) gets an empty placeholder shape, so no arena bytes; its eval sizes it (``DataSizedOutput``,
-   LiteRT's dynamic tensor resized at eval) in its own array outside the arena. Supported only in subgraph 0 and
-   only where no operator reads it (a model output, or unread): a node reading it is refused here, naming it.
+   LiteRT's dynamic tensor resized at eval) in its own array outside the arena (subgraph 0 only). A node reading
+   such a tensor is prepared at eval too (``PreparedAtEval``, as LiteRT prepares the nodes after a dynamic tensor:
+   at the input shapes of each invoke, again when they change), its outputs sized at eval in turn; a node calling
+   subgraphs (IF, WHILE) reading one is refused here, naming it.
 3. Plan one arena (``edge_sdk.runtime.arena``) over every non-constant tensor with bytes, on one time axis shared
    by all subgraphs, as TFLM does: step 0 is "before subgraph 0's first op" (its inputs appear there),
    op ``i`` is a later step; an operator that calls other subgraphs (CALL_ONCE, IF, WHILE) nests their
@@ -75,6 +77,7 @@ is available where the delegates cannot execute.
 from __future__ import annotations
 
 import contextvars
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -286,6 +289,13 @@ class Interpreter:
         (kernels.control_flow.SubgraphRunner)."""
         return Interpreter(model=model, arena_size=self._budget, max_while_iterations=self.max_while_iterations)
 
+    def trace_sink(self) -> list | None:
+        """The rows list of an invoke_traced() of this interpreter running in this context (where a growing WHILE's
+        cond and body, run by interpreters of their own, add their rows: kernels.control_flow.SubgraphRunner), else
+        None."""
+        owner, timer = _TRACING.get()
+        return timer.rows if owner is self else None
+
     def subgraph_infos(self, subgraph_index: int) -> list[TensorInfo]:
         """Subgraph ``subgraph_index``'s tensor infos while nodes are being prepared: a control-flow kernel reads its
         callees' (prepared first, planner.call_order) input and output shapes and types."""
@@ -473,6 +483,8 @@ class Interpreter:
             sg = model.subgraphs[s]
             if self._delegates:
                 assigned = limit_runs(assign_backends(nodes, self._delegates), self._delegates)
+                assigned = [(CPU, "its input is sized at eval: the interpreter prepares it then")
+                            if isinstance(node._eval, PreparedAtEval) else a for node, a in zip(nodes, assigned)]
             else:
                 assigned = [(CPU, "no delegates")] * len(nodes)
             constants = {info.index for info in p.infos[s] if info.is_const}
@@ -675,20 +687,16 @@ class Interpreter:
                 )
             if t in sg.inputs:
                 raise ModelError(f"{where}: output {k} (tensor {t} '{infos[t].name}') is a subgraph input")
-        for k, info in enumerate(node.inputs):
-            if info is not None and info.sized_at_eval:  # written by an earlier node's data_sized output
-                writer = producer[info.index]
-                writer_op = model.operator_codes[sg.operators[writer].opcode_index].name
-                raise node.unsupported(
-                    f"input {k} '{info.name}' is an output whose size depends on the data (node {writer}, "
-                    f"{writer_op}); this interpreter allocates such a tensor at eval only as a model output: no op "
-                    "may read it")
-        try:
-            run = prepare(node)
-        except ModelError:
-            raise
-        except Exception as exc:  # a kernel tripped over something the model gave it
-            raise node.error(f"prepare failed: {type(exc).__name__}: {exc}") from exc
+        sized = [k for k, info in enumerate(node.inputs) if info is not None and info.sized_at_eval]
+        if sized:  # it reads an earlier node's output sized at eval: prepared at eval too (PreparedAtEval)
+            run = self._prepared_at_eval(node, prepare, sized[0], producer, sg)
+        else:
+            try:
+                run = prepare(node)
+            except ModelError:
+                raise
+            except Exception as exc:  # a kernel tripped over something the model gave it
+                raise node.error(f"prepare failed: {type(exc).__name__}: {exc}") from exc
         if not callable(run):
             raise node.error(f"kernel {row.kernel} returned {type(run).__name__}, not an eval function")
         node._eval = run  # kept with the node for _make_steps
@@ -701,7 +709,25 @@ class Interpreter:
             if info.dtype is None:
                 raise node.unsupported(f"output {k} '{info.name}' has type {info.type}, which we cannot hold")
             written[info.index] = i
-        know_at_prepare(node)
+        if not sized:
+            know_at_prepare(node)
+
+    def _prepared_at_eval(self, node: Node, prepare, k: int, producer: dict[int, int], sg) -> PreparedAtEval:
+        """The eval of a node whose input ``k`` is sized at eval (a DataSizedOutput): its kernel is prepared at eval
+        at the shapes its inputs have then (PreparedAtEval), as LiteRT prepares the nodes after a dynamic tensor;
+        its outputs are sized at eval in turn (placeholder shapes here, no arena bytes). A node calling subgraphs
+        is refused (its callees are planned into the arena), naming the input and the node that writes it."""
+        info = node.inputs[k]
+        if op_table.row(node.op).subgraphs:
+            writer = producer[info.index]
+            writer_op = self._model.operator_codes[sg.operators[writer].opcode_index].name
+            raise node.unsupported(
+                f"input {k} '{info.name}' is an output whose size depends on the data (node {writer}, {writer_op}); "
+                f"this interpreter prepares its readers at eval, but not a {node.op}, whose subgraphs it plans")
+        declared = [tuple(out.shape) for out in node.outputs]
+        for out in node.outputs:
+            out.shape, out.sized_at_eval = (0,) * len(out.shape), True  # placeholders: the shapes prepare at eval sets
+        return PreparedAtEval(node, prepare, declared, self._budget)
 
     def _make_views(self, p: _Prepared, held: set = frozenset()) -> None:
         plan = p.plan
@@ -846,7 +872,8 @@ class Interpreter:
                         ins = [None if info is None else views[info.index] for info in node.inputs]
                         outs = [DataSizedOutput(views, info) if info.sized_at_eval else views[info.index]
                                 for info in node.outputs]
-                        steps.append((node._eval, ins, outs))
+                        run = node._eval.bound(views) if isinstance(node._eval, PreparedAtEval) else node._eval
+                        steps.append((run, ins, outs))
                         where.append(node.where())
                     continue
                 run = delegate.prepare_partition(
@@ -984,6 +1011,7 @@ class Interpreter:
             index, op = labels[s][k]
             out.append({"subgraph": s, "node": index, "op": op, "ns": clock() - t0})
 
+        timer.rows = out  # trace_sink: the rows of steps run by other interpreters on this one's behalf
         traced = _TRACING.set((self, timer))  # for the subgraphs the steps call (invoke_subgraph)
         token = _blas.enter(self._threads)
         try:
@@ -1284,6 +1312,72 @@ class DataSizedOutput:
             self.views[self.info.index] = np.zeros(shape, self.info.dtype)
             self.info.shape = shape
         return self.views[self.info.index]
+
+
+class PreparedAtEval:
+    """The eval of a node reading a tensor sized at eval (WHERE's, UNIQUE's, a growing WHILE's output, or such a
+    node's in turn), as LiteRT prepares the nodes after a dynamic tensor at invoke: its kernel is prepared at the
+    input shapes of this invoke (again whenever they change; small integer inputs sized at eval also by value, as a
+    kernel may take parameters from them), its outputs sized then (DataSizedOutput: outside the arena, each held
+    to the interpreter's arena_size and MAX_ARENA_BYTES). ``declared``: the outputs' shapes in the model."""
+
+    def __init__(self, node: Node, prepare, declared: list[tuple[int, ...]], budget: int | None):
+        self.node, self.prepare, self.declared, self.budget = node, prepare, declared, budget
+        self.key, self.run, self.out_shapes = None, None, None
+        self.data_sized = op_table.row(node.op).data_sized  # outputs its kernel sizes itself (DataSizedOutput)
+
+    def bound(self, views: list) -> Callable:
+        """The step: reads its inputs from ``views`` at eval (a DataSizedOutput replaces its tensor's view)."""
+        def step(_inputs, outputs):
+            self(views, outputs)
+
+        return step
+
+    def __call__(self, views: list, outputs: list) -> None:
+        node = self.node
+        arrays = [None if info is None else views[info.index] for info in node.inputs]
+        key = [None if a is None else (a.shape, _value_key(info, a)) for info, a in zip(node.inputs, arrays)]
+        if key != self.key:
+            self._prepare_at(arrays)
+            self.key = key
+        outs = [o if k in self.data_sized else o.resize(shape)
+                for k, (o, shape) in enumerate(zip(outputs, self.out_shapes))]
+        self.run(arrays, outs)
+
+    def _prepare_at(self, arrays: list) -> None:
+        """The kernel's prepare on infos of these arrays' shapes (the outputs at their declared shapes: the kernel
+        sets them); a refusal is a ModelError naming the node and the shapes."""
+        from dataclasses import replace
+
+        node = self.node
+        ins = [info if a is None or not info.sized_at_eval else
+               replace(info, shape=tuple(a.shape), sized_at_eval=False,
+                       value=None if _value_key(info, a) is None else np.array(a))
+               for info, a in zip(node.inputs, arrays)]
+        outs = [replace(info, shape=shape, sized_at_eval=False) for info, shape in zip(node.outputs, self.declared)]
+        sub = replace(node, inputs=ins, outputs=outs, output_shapes={})
+        shapes = [None if a is None else list(a.shape) for a in arrays]
+        at = f"{node.where()}: prepared at eval at input shapes {shapes}"
+        try:
+            self.run = self.prepare(sub)
+        except ModelError as exc:  # the kernel's message names the node already
+            raise ModelError(f"{at}: {str(exc).removeprefix(node.where() + ': ')}") from None
+        except Exception as exc:  # a kernel tripped over the shapes this invoke gave it
+            raise ModelError(f"{at}: prepare failed: {type(exc).__name__}: {exc}") from exc
+        self.out_shapes = [tuple(o.shape) for o in outs]
+        need = sum(math.prod(o.shape) * o.dtype.itemsize for o in outs)
+        if self.budget is not None and need > self.budget:
+            raise ArenaTooSmallError(need, self.budget, f"{at}: outputs")
+        if need > MAX_ARENA_BYTES:
+            raise ModelError(f"{at}: outputs need {need} bytes, above the {MAX_ARENA_BYTES} byte limit")
+
+
+def _value_key(info: TensorInfo, array: np.ndarray) -> bytes | None:
+    """A small integer input sized at eval (at most 16 elements: shape-like parameters) keys the prepare by its
+    bytes and is given to the kernel as a value known at prepare; None for any other input."""
+    if not info.sized_at_eval or array.dtype.kind not in "iu" or array.size > 16:
+        return None
+    return array.tobytes()
 
 
 def folded_pad_output(model: Model, pad_folds, s: int, t: int) -> str | None:

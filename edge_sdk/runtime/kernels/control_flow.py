@@ -23,8 +23,10 @@ over that prepare). Prepare then holds the branches' / the loop's tensors to the
 shapes (a branch input, a loop variable), the same output shapes in both branches; branches whose outputs differ
 are refused at prepare. A WHILE whose body changes a loop variable's shape (a sequence grown by CONCATENATION each
 iteration, as greedy decoders write) runs as LiteRT runs it, with dynamic shapes (_reshaping_loop): cond and body
-prepared again at each iteration's shapes, the growing outputs sized at eval (the main subgraph only, read by no
-node); the C runtime, which plans every byte before the first invoke, refuses it at load naming the loop variable.
+prepared again at each iteration's shapes, the growing outputs sized at eval (the nodes reading them prepared at
+eval: interpreter.PreparedAtEval; in an IF branch, the IF's output sized at eval too; a WHILE body or composite
+returning one is refused); the C runtime, which plans every byte before the first
+invoke, refuses it at load naming the loop variable.
 """
 
 from __future__ import annotations
@@ -128,17 +130,37 @@ def prepare_if(node: Node):
             _expect_like(node, f"{what} input {k}", b, x, f"node input {k + 1}")
         branches.append((index, what, outs))
     (then_index, then_what, then_outs), (else_index, else_what, else_outs) = branches
+    sized = {k for k, (a, b) in enumerate(zip(then_outs, else_outs)) if a.sized_at_eval or b.sized_at_eval}
     for k, (a, b) in enumerate(zip(then_outs, else_outs)):
-        _expect_like(node, f"{else_what} output {k}", b, a, f"{then_what} output {k}")
+        if k not in sized:
+            _expect_like(node, f"{else_what} output {k}", b, a, f"{then_what} output {k}")
     _outputs_from(node, then_outs, "the branches'")
+    for k in sized:  # a growing WHILE's output in a branch: the node's is sized at eval too (a DataSizedOutput)
+        if else_outs[k].type != then_outs[k].type:
+            raise node.error(f"{else_what} output {k} has type {else_outs[k].type}, {then_what} output {k} has "
+                             f"{then_outs[k].type}")
+        node.set_output_shape(k, (0,) * len(then_outs[k].shape))
+        node.outputs[k].sized_at_eval = True
     runtime = node.runtime
 
     def run(inputs, outputs):
         branch = then_index if inputs[0].reshape(-1)[0] else else_index
-        for o, r in zip(outputs, runtime.invoke_subgraph(branch, inputs[1:])):
-            o[...] = r
+        for k, (o, r) in enumerate(zip(outputs, runtime.invoke_subgraph(branch, inputs[1:]))):
+            if k in sized:
+                o.resize(r.shape)[...] = r
+            else:
+                o[...] = r
 
     return run
+
+
+def _expect_static_outputs(node: Node, what: str, outs: list[TensorInfo]) -> None:
+    """A WHILE's / composite's callee outputs have static shapes: one sized at eval (a growing WHILE inside it) is
+    refused, naming it (only an IF passes such an output on)."""
+    for k, t in enumerate(outs):
+        if t.sized_at_eval:
+            raise node.unsupported(f"{what} output {k} '{t.name}' is sized at eval (a loop variable growing in a WHILE "
+                                   f"inside it): this interpreter passes such a tensor on through an IF only")
 
 
 def _outputs_from(node: Node, callee_outs, whose: str) -> None:
@@ -163,6 +185,7 @@ def prepare_while(node: Node):
     _expect_bool_scalar(node, cond_outs[0], f"{cond_what} output")
     _expect_counts(node, body_what, body_ins, n, "input")
     _expect_counts(node, body_what, body_outs, n, "output")
+    _expect_static_outputs(node, body_what, body_outs)
     growing = _growing_variables(node, variables, body_outs)
     for k, v in enumerate(variables):
         like = f"loop variable {k}"
@@ -198,22 +221,16 @@ def _growing_variables(node: Node, variables: list[TensorInfo], body_outs: list[
     """The loop variables whose shape the body changes (its output k, prepared at the variables' shapes, has
     another shape than variable k, the same type: a CONCATENATION growing a sequence, as greedy decoders write).
     LiteRT marks such a WHILE's outputs dynamic and re-prepares cond and body at each iteration's shapes; so does
-    this interpreter (_reshaping_loop), where it holds such an output: the main subgraph, read by no node."""
-    growing = [k for k, (v, b) in enumerate(zip(variables, body_outs))
-               if b.type == v.type and tuple(b.shape) != tuple(v.shape)]
-    if growing and node.subgraph != 0:
-        k = growing[0]
-        raise node.unsupported(f"loop variable {k} '{variables[k].name}' changes shape in the body "
-                               f"({tuple(variables[k].shape)} -> {tuple(body_outs[k].shape)}): this interpreter "
-                               "runs such a loop (dynamic shapes) only in the main subgraph")
-    return growing
+    this interpreter (_reshaping_loop)."""
+    return [k for k, (v, b) in enumerate(zip(variables, body_outs))
+            if b.type == v.type and tuple(b.shape) != tuple(v.shape)]
 
 
 def _reshaping_loop(node: Node, cond_index: int, body_index: int, growing: list[int]):
     """The eval of a WHILE whose body changes the shapes of loop variables ``growing`` (LiteRT's dynamic WHILE):
     cond and body run in interpreters of their own (SubgraphRunner), prepared again whenever the variables'
     shapes change, as LiteRT re-prepares them; those outputs are sized at eval (an empty placeholder until then,
-    no arena bytes: the interpreter's DataSizedOutput, so no node may read them), the others keep their shapes
+    no arena bytes: the interpreter's DataSizedOutput; its readers are prepared at eval), the others keep their shapes
     (one that ends at another shape is a ModelError naming it)."""
     for k in growing:
         out = node.outputs[k]
@@ -252,11 +269,13 @@ def _reshaping_loop(node: Node, cond_index: int, body_index: int, growing: list[
 class SubgraphRunner:
     """Subgraph ``index`` of the runtime's model run on its own (``subgraph_model``: it and its callees), in an
     interpreter prepared at the shapes of the values given, prepared again when they change (a WHILE whose body
-    changes shapes: LiteRT re-prepares its callees at each iteration's shapes)."""
+    changes shapes: LiteRT re-prepares its callees at each iteration's shapes). Under the runtime's invoke_traced
+    its steps are traced too, as rows of the runtime's subgraphs (``runtime.trace_sink``)."""
 
     def __init__(self, runtime, index: int):
         self.runtime, self.index = runtime, index
         self.interp, self.shapes = None, None
+        self.order = call_closure(runtime.model, index)  # the runner's subgraph j is the runtime's order[j]
 
     def __call__(self, values: list[np.ndarray]) -> list[np.ndarray]:
         shapes = [tuple(v.shape) for v in values]
@@ -270,13 +289,16 @@ class SubgraphRunner:
             self.shapes = shapes
         for d, v in zip(details, values):
             self.interp.set_tensor(d["index"], v)
-        self.interp.invoke()
+        sink = self.runtime.trace_sink()
+        if sink is None:
+            self.interp.invoke()
+        else:
+            sink.extend({**row, "subgraph": self.order[row["subgraph"]]} for row in self.interp.invoke_traced())
         return [np.array(self.interp.get_tensor(d["index"])) for d in self.interp.get_output_details()]
 
 
-def subgraph_model(model: Model, index: int) -> Model:
-    """A model whose main subgraph is ``model``'s subgraph ``index``, followed by the subgraphs it calls (directly
-    or not), their call options renumbered; buffers and operator codes shared."""
+def call_closure(model: Model, index: int) -> list[int]:
+    """Subgraph ``index`` and the subgraphs it calls (directly or not), in the order ``subgraph_model`` lays out."""
     from edge_sdk.runtime.planner import callees
 
     order, todo = [index], [index]
@@ -286,6 +308,13 @@ def subgraph_model(model: Model, index: int) -> Model:
                 if c not in order:
                     order.append(c)
                     todo.append(c)
+    return order
+
+
+def subgraph_model(model: Model, index: int) -> Model:
+    """A model whose main subgraph is ``model``'s subgraph ``index``, followed by the subgraphs it calls (directly
+    or not: call_closure), their call options renumbered; buffers and operator codes shared."""
+    order = call_closure(model, index)
     renumber = {old: new for new, old in enumerate(order)}
     out = copy.copy(model)
     out.subgraphs, out.signature_defs = [], []
@@ -303,6 +332,7 @@ def prepare_stablehlo_composite(node: Node):
     (index, what, ins, outs), = _callees(node)  # the decomposition
     _expect_counts(node, what, ins, len(node.inputs), "input")
     _expect_counts(node, what, outs, len(node.outputs), "output")
+    _expect_static_outputs(node, what, outs)
     for k, (x, d) in enumerate(zip(node.inputs, ins)):
         _expect_like(node, f"{what} input {k}", d, node.input(k), f"node input {k}")
     _outputs_from(node, outs, what)

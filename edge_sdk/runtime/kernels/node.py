@@ -45,7 +45,7 @@ class TensorInfo:
     is_variable: bool = False
     sparsity: Any = None  # edge_sdk.model.Sparsity for sparse constants
     # an output whose size depends on the data (its op row's ``data_sized``): no arena bytes; eval sizes it through
-    # the interpreter's DataSizedOutput (``resize(shape)``), and no op may read it (a model output, or unread)
+    # the interpreter's DataSizedOutput (``resize(shape)``); the nodes reading it are prepared at eval (PreparedAtEval)
     sized_at_eval: bool = False
     # a tensor computed at run time whose value prepare already knows: shape arithmetic on SHAPE / RANK outputs and
     # constants (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE, as PyTorch and onnx2tf exports write it), evaluated by
@@ -111,6 +111,10 @@ class Runtime(Protocol):
     def standalone(self, model: Any) -> Any:
         """An interpreter of ``model`` (a callee as its own model) under this runtime's bounds: a WHILE whose body
         changes shapes runs cond and body there, prepared again at each iteration's shapes (eval time)."""
+
+    def trace_sink(self) -> list | None:
+        """Eval time: the rows list of this runtime's invoke_traced() running now (where the standalone interpreters
+        of a growing WHILE add their steps' rows), else None."""
 
 
 @dataclass

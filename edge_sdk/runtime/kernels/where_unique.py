@@ -3,8 +3,8 @@
 Their rows name those outputs (``OpRow.data_sized``): prepare gives such an output an empty placeholder shape, the
 interpreter plans no arena bytes for it and hands eval a ``DataSizedOutput`` instead of an array; eval sizes it
 with ``resize(shape)`` (as LiteRT marks the tensor dynamic and resizes it at eval) and writes the array that
-returns. What the interpreter supports of that (edge_sdk.runtime.interpreter): such a tensor may be a model output
-(or unread); an op reading it is refused at prepare. The C runtime refuses both ops (it plans every byte before the
+returns. The interpreter prepares the ops reading such a tensor at eval, at its size then (interpreter.PreparedAtEval;
+an IF / WHILE reading it is refused at prepare). The C runtime refuses both ops (it plans every byte before the
 first invoke).
 
 - WHERE (one input: the condition): the coordinates of its nonzero elements, row-major order, as INT64
