@@ -65,7 +65,7 @@ ITEMS = {
     "dw": [(f"dw 3x3 s1 {h}x{h}x{c}", lambda h=h, c=c: depthwise(h, c, 3, 1))
            for h, c in ((112, 32), (56, 96), (32, 144), (28, 192), (16, 384), (14, 576), (8, 960))]
           + [(f"dw 3x3 s2 {h}x{h}x{c}", lambda h=h, c=c: depthwise(h, c, 3, 2))
-             for h, c in ((112, 96), (64, 96), (56, 144), (28, 192), (14, 576))]
+             for h, c in ((112, 96), (112, 32), (64, 96), (56, 144), (56, 192), (28, 192), (14, 576), (7, 960))]
           + [(f"dw 5x5 s{s} {h}x{h}x{c}", lambda h=h, c=c, s=s: depthwise(h, c, 5, s))
              for h, c, s in ((48, 128, 1), (24, 96, 1), (28, 240, 2), (14, 480, 1))],
     "pw": [(f"1x1 {h}x{h} K{c}->N{o}", lambda h=h, c=c, o=o: pointwise(h, c, o))

@@ -605,6 +605,49 @@ int32_t edge_simd_rq_sums_q8(int32_t level, const int32_t *sums, int32_t n, int3
 
 /* ------------------------------------------------------------------------------------- DEPTHWISE 3x3 / 5x5 float32 */
 
+/* 3x3 stride 2: the n (1..4) pixels of a row from ox that are not an interior block of four (cut by the input's
+ * edges, or the row's last < 4), one channel tile (mask m; x and yrow at its first channel), an accumulator each
+ * (pixel by pixel each was a chain of 9 dependent FMAs: a 7x7 input at stride 2 has no interior block at all).
+ * Each pixel's taps inside the input in (fy, fx) order from 0, then + bias, then the clamp: the same bits.
+ * C microbenchmark (thread CPU time, min of 100 interleaved rounds, 3 repeats, loaded machine) against pixel by
+ * pixel: 7x7x960 0.63-0.68, 14x14x576 0.83-0.87, 9x9x256 0.84-0.90, 15x15x24 0.88-0.93. Not used at 5x5 or
+ * stride 1: there it cost 1.15-1.3 (28x28x240 5x5 s2, 14x14x576 3x3 s1). Not inlined: inlined into dwk_tile it
+ * slowed the stride-1 rows beside it 1.06-1.24 (same source); called, they stay within 0.98-1.03. */
+static __attribute__((noinline)) T_512_FMA void dwk_edge(const edge_simd_dwf_t *p, const float *x, const __m512 *w,
+                                                      const int32_t K, const int32_t S, __m512 bv, int32_t iy0,
+                                                      int32_t fy0, int32_t fy1, int32_t ox, int32_t n, __mmask16 m,
+                                                      float *yrow) {
+    const int32_t c = p->c;
+    const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);
+    const float *xr = x + ((int64_t)iy0 * p->w + ox * S - p->pl) * c;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    int32_t f0[4], f1[4], j, fy, fx;
+    for (j = 0; j < 4; j++) { /* pixel j's taps [f0, f1) inside the input; none for j >= n */
+        const int32_t ix0 = (ox + j) * S - p->pl;
+        f0[j] = ix0 < 0 ? -ix0 : 0;
+        f1[j] = j >= n ? 0 : ix0 + K > p->w ? p->w - ix0 : K;
+    }
+    for (fy = fy0; fy < fy1; fy++) {
+        const float *r = xr + (int64_t)fy * p->w * c;
+        _Pragma("GCC unroll 5")
+        for (fx = 0; fx < K; fx++) {
+            const __m512 wv = w[fy * K + fx];
+            if (fx >= f0[0] && fx < f1[0]) a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r + (int64_t)fx * c), wv, a0);
+            if (fx >= f0[1] && fx < f1[1])
+                a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r + (int64_t)(S + fx) * c), wv, a1);
+            if (fx >= f0[2] && fx < f1[2])
+                a2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r + (int64_t)(2 * S + fx) * c), wv, a2);
+            if (fx >= f0[3] && fx < f1[3])
+                a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r + (int64_t)(3 * S + fx) * c), wv, a3);
+        }
+    }
+    yrow += (int64_t)ox * c;
+    _mm512_mask_storeu_ps(yrow, m, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(a0, bv))));
+    if (n > 1) _mm512_mask_storeu_ps(yrow + c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(a1, bv))));
+    if (n > 2) _mm512_mask_storeu_ps(yrow + 2 * c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(a2, bv))));
+    if (n > 3) _mm512_mask_storeu_ps(yrow + 3 * c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(a3, bv))));
+}
+
 /* One channel tile (16 channels, mask m) of output row oy, the tile's K x K filter taps w and bias bv loaded once
  * per tile (3x3: held in registers). Interior pixels go four at a time: per filter row, the 3 S + K input columns
  * the four windows cover are loaded once (3x3 stride 1: 6 loads for 12 multiply-adds) and each window's taps are
@@ -644,6 +687,12 @@ int32_t edge_simd_rq_sums_q8(int32_t level, const int32_t *sums, int32_t n, int3
                 ox += 4;                                                                                         \
                 continue;                                                                                        \
             }                                                                                                    \
+            if (K == 3 && S == 2) {                                                                              \
+                const int32_t n = p->ow - ox < 4 ? p->ow - ox : 4;                                               \
+                dwk_edge(p, x, w, K, S, bv, iy0, fy0, fy1, ox, n, m, yrow);                                      \
+                ox += n;                                                                                         \
+                continue;                                                                                        \
+            }                                                                                                    \
             {                                                                                                    \
                 const int32_t fx0 = ix0 < 0 ? -ix0 : 0, fx1 = ix0 + K > p->w ? p->w - ix0 : K;                   \
                 __m512 a = _mm512_setzero_ps();                                                                  \
@@ -660,6 +709,64 @@ DWK_ROW(3, 1)
 DWK_ROW(3, 2)
 DWK_ROW(5, 1)
 DWK_ROW(5, 2)
+
+/* 3x3 stride 2 on an input above 1 MB, one output row: blocks of four pixels with every channel tile inside
+ * (dwk_tile per row and tile ran the row once per 16-channel tile: each pass read one 64-byte line of every pixel,
+ * the K input rows (3 x 112 x 96 floats: 129 KB) left L1 between passes, and all of a block's 3 S + K column loads
+ * came from L2 or memory). Here a pixel's lines are read back to back and the tile's taps come from L1 (9 x c
+ * floats). Each lane the same FMAs in the same (fy, fx) order from 0, then + bias, then the clamp as
+ * dw##K##_row_s##S: the same bits. */
+#define DWK_ROWC(K, S)                                                                                           \
+    static INLINE T_512_FMA void dw##K##_rowc_s##S(const edge_simd_dwf_t *p, const float *x, const float *wt,     \
+                                                  const float *bias, int32_t oy, float *yrow) {                 \
+        const int32_t c = p->c, iy0 = oy * S - p->pt;                                                            \
+        const __m512 lo = _mm512_set1_ps(p->lo), hi = _mm512_set1_ps(p->hi);                                    \
+        int32_t fy0, fy1, ox, fy, fx, j, ch;                                                                     \
+        fy0 = iy0 < 0 ? -iy0 : 0;                                                                                \
+        fy1 = iy0 + K > p->h ? p->h - iy0 : K;                                                                   \
+        if (fy1 < fy0) fy1 = fy0;                                                                                \
+        for (ox = 0; ox < p->ow;) {                                                                              \
+            const int32_t ix0 = ox * S - p->pl;                                                                  \
+            const int quad = ix0 >= 0 && ox + 4 <= p->ow && ix0 + 3 * S + K - 1 < p->w;                          \
+            const int32_t n = quad || p->ow - ox >= 4 ? 4 : p->ow - ox;                                          \
+            const float *xp = x + ((int64_t)iy0 * p->w + ix0) * c;                                               \
+            float *yp = yrow + (int64_t)ox * c;                                                                  \
+            for (ch = 0; ch < c; ch += 16) {                                                                     \
+                const __mmask16 m = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);        \
+                const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + ch) : _mm512_setzero_ps();              \
+                if (quad) {                                                                                      \
+                    __m512 acc[4];                                                                               \
+                    _Pragma("GCC unroll 4")                                                                      \
+                    for (j = 0; j < 4; j++) acc[j] = _mm512_setzero_ps();                                        \
+                    for (fy = fy0; fy < fy1; fy++) {                                                             \
+                        const float *r = xp + (int64_t)fy * p->w * c + ch;                                       \
+                        const float *wr = wt + (int64_t)fy * K * c + ch;                                         \
+                        __m512 col[3 * S + K], wv[K];                                                            \
+                        int32_t k;                                                                               \
+                        _Pragma("GCC unroll 5")                                                                  \
+                        for (fx = 0; fx < K; fx++) wv[fx] = _mm512_maskz_loadu_ps(m, wr + (int64_t)fx * c);      \
+                        _Pragma("GCC unroll 16")                                                                 \
+                        for (k = 0; k < 3 * S + K; k++) col[k] = _mm512_maskz_loadu_ps(m, r + (int64_t)k * c);   \
+                        _Pragma("GCC unroll 4")                                                                  \
+                        for (j = 0; j < 4; j++)                                                                  \
+                            _Pragma("GCC unroll 5")                                                              \
+                            for (fx = 0; fx < K; fx++) acc[j] = _mm512_fmadd_ps(col[j * S + fx], wv[fx], acc[j]); \
+                    }                                                                                            \
+                    _Pragma("GCC unroll 4")                                                                      \
+                    for (j = 0; j < 4; j++)                                                                      \
+                        _mm512_mask_storeu_ps(yp + (int64_t)j * c + ch, m,                                       \
+                                              _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(acc[j], bv)))); \
+                } else {                                                                                         \
+                    __m512 w9[K * K];                                                                            \
+                    _Pragma("GCC unroll 25")                                                                     \
+                    for (j = 0; j < K * K; j++) w9[j] = _mm512_maskz_loadu_ps(m, wt + (int64_t)j * c + ch);      \
+                    dwk_edge(p, x + ch, w9, K, S, bv, iy0, fy0, fy1, ox, n, m, yrow + ch);                       \
+                }                                                                                                \
+            }                                                                                                    \
+            ox += n;                                                                                             \
+        }                                                                                                        \
+    }
+DWK_ROWC(3, 2)
 
 /* Output rows [oy0, oy1) of channels [ch, ch + 16) (mask m): the tile's taps and bias loaded once. */
 static INLINE T_512_FMA void dwk_tile(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
@@ -680,7 +787,11 @@ static INLINE T_512_FMA void dwk_tile(const edge_simd_dwf_t *p, const float *x, 
 }
 
 /* An input within 1 MB (L2 holds 1.25 MB): channel tiles outer, each tile's taps loaded once for all rows.
- * A larger one: output rows outer (each row's K input rows stay in L1 / L2 while every tile reads them; tiles outer
+ * A larger one at 3x3 stride 2: dw3_rowc_s2 (C microbenchmark, thread CPU time, min of 80 interleaved rounds, loaded
+ * machine: 112x112x96 0.67-0.91 of dwk_tile per row, 64x64x96 0.75-0.90, 112x112x32 0.75-0.86, 56x56x144 0.94-0.96, 56x56x192 0.75-0.90, 28x28x576 0.84-0.86 (blocks of 96 - 144
+ * channels there: 0.79-0.96, 0.89-0.90);
+ * on inputs within 1 MB it cost 1.02-1.2: there the K rows stay in L1 or the taps in registers win). Otherwise
+ * output rows outer (each row's K input rows stay in L1 / L2 while every tile reads them; tiles outer
  * streamed the whole input from L3 once per tile: a 64x64x96 3x3 s2 layer 121 -> 98 us, 56x56x144 140 -> 107 us),
  * the taps reloaded per row and tile (on layers that fit, that reload cost 15-25%). */
 static T_512_FMA void dwk_512(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
@@ -689,6 +800,10 @@ static T_512_FMA void dwk_512(const edge_simd_dwf_t *p, const float *x, const fl
     int32_t ch, oy;
     if ((int64_t)p->h * p->w * c * (int64_t)sizeof(float) <= 1024 * 1024) {
         for (ch = 0; ch < c; ch += 16) dwk_tile(p, x, wt, bias, ch, oy0, oy1, y);
+        return;
+    }
+    if (p->kh == 3 && p->sw == 2) {
+        for (oy = oy0; oy < oy1; oy++) dw3_rowc_s2(p, x, wt, bias, oy, y + (int64_t)oy * p->ow * c);
         return;
     }
     for (oy = oy0; oy < oy1; oy++)
