@@ -31,10 +31,12 @@ import hashlib
 import math
 import threading
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 
 from edge_sdk.runtime import arena as _arena
+from edge_sdk.errors import UnsupportedOpError
 from edge_sdk.runtime import op_table
 
 # The ops a stage may hold: every op whose op-table row has a ``patch`` rule ("window": a spatial window, Node.window
@@ -650,20 +652,21 @@ def _busiest_step(p: _arena.ArenaPlan) -> int | None:
 
 
 def model_macs(model, infos, s: int = 0) -> int:
-    """The MACs of subgraph ``s``'s CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED nodes from their shapes (what
-    the grid rule's estimate divides by: the ops that cost an MCU most of its instructions)."""
+    """The MACs of subgraph ``s``'s nodes whose op-table row has a MACs function (convolutions, FULLY_CONNECTED,
+    matrix and recurrent ops), from their shapes in ``infos``: what the grid rule's estimate divides by (the ops
+    that cost an MCU most of its instructions)."""
     total = 0
     for op in model.subgraphs[s].operators:
-        name = model.op_name(op)
-        if name not in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"):
+        row = op_table.OPS.get(model.op_name(op))
+        if row is None or not row.macs or min(op.inputs[:2], default=-1) < 0:
             continue
-        if len(op.inputs) < 2 or min(op.inputs[:2]) < 0:
+        ends = [infos[t] if t >= 0 else None for t in op.inputs], [infos[t] for t in op.outputs]
+        if any(i is not None and i.shape is None for i in ends[0] + ends[1]):
             continue
-        out, w = infos[op.outputs[0]], infos[op.inputs[1]]
-        if out.shape is None or w.shape is None or len(w.shape) < 2:
-            continue
-        per = int(np.prod(w.shape[1:])) if name != "DEPTHWISE_CONV_2D" else int(np.prod(w.shape[1:3]))
-        total += int(np.prod(out.shape)) * per
+        try:
+            total += int(row.macs_function()(SimpleNamespace(inputs=ends[0], outputs=ends[1])))
+        except (UnsupportedOpError, AttributeError, IndexError, TypeError, ValueError):
+            continue  # a MACs function that needs more than shapes (options, a prepared node): not counted
     return total
 
 
