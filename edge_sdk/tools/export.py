@@ -808,13 +808,13 @@ def _arduino(name: str, sha: str) -> dict[str, str]:
 def patch_stage_words(memory: str | None, plan: str, patch) -> str:
     """The README's line on EDGE_MODEL_PATCH_PLAN in words: the stage run patch by patch, or why there is none
     (``memory`` the plan asked for, ``plan`` the one built, ``patch`` its patching.PatchPlan or None)."""
-    from edge_sdk.runtime.planner import PLAN_WORDS
+    from edge_sdk.runtime.planner import PLAN_WORDS, builds_stage
 
     if patch is not None:
         first, last, rows, cols = _plan_numbers(patch)
         return (f"least-RAM patch stage: nodes {first}..{last} run patch by patch over a {rows}x{cols} grid "
                 f"(+{patch.extra_macs} MACs)")
-    if memory == "min":
+    if builds_stage(memory):
         return f"least-RAM patch stage: none (no stage needs less RAM patch by patch; the {PLAN_WORDS[plan]} plan)"
     return (f"least-RAM patch stage: none (the {PLAN_WORDS[plan]} plan runs every op whole; "
             "`edge export --memory min` looks for one)")
