@@ -72,7 +72,8 @@ def _quant_report(report: dict) -> dict:
     return ((report.get("quantization") or {}).get("report")) or report
 
 
-def _best_ms(it, invokes: int) -> float:
+def best_ms(it, invokes: int) -> float:
+    """The best of ``invokes`` invokes of a ready interpreter, in ms."""
     best = float("inf")
     for _ in range(invokes):
         start = time.perf_counter()
@@ -100,7 +101,7 @@ def timing(tflite: bytes, rounds: int = 5, invokes: int = 8) -> dict:
     best = dict.fromkeys(its, float("inf"))
     for _ in range(rounds):
         for key, it in its.items():
-            best[key] = min(best[key], _best_ms(it, invokes))
+            best[key] = min(best[key], best_ms(it, invokes))
     return {**{f"{n} {rt} ms": round(v, 2) for (n, rt), v in best.items()},
             **{f"written/source {rt}": round(best["written", rt] / best["source", rt], 3) for rt in ("litert", "c")}}
 

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from convert_palm import best_ms  # noqa: E402  (one timing loop for both scripts)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,15 +46,6 @@ def _interpreter(data: bytes):
         it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
     it.invoke()
     return it
-
-
-def _best_ms(it, invokes: int) -> float:
-    best = float("inf")
-    for _ in range(invokes):
-        start = time.perf_counter()
-        it.invoke()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
 
 
 def _convert(model, size: int, how: str, xs=None):
@@ -101,7 +94,7 @@ def main(argv=None) -> int:
         for r in range(a.rounds):
             order = list(its)[r % 3:] + list(its)[:r % 3]
             for how in order:
-                best[how] = min(best[how], _best_ms(its[how], a.invokes))
+                best[how] = min(best[how], best_ms(its[how], a.invokes))
         f = best["float"]
         print(f"{name:16} {f:8.3f} {best['int8 rule']:10.3f} {best['all int8']:9.3f} | "
               f"{best['int8 rule'] / f:7.2f} {built['int8 rule'][1]:6.2f} | {best['all int8'] / f:6.2f} "
@@ -145,7 +138,7 @@ def _palm(a) -> int:
     best = dict.fromkeys(its, float("inf"))
     for r in range(a.rounds):
         for how in list(its)[r % len(its):] + list(its)[:r % len(its)]:
-            best[how] = min(best[how], _best_ms(its[how], a.invokes))
+            best[how] = min(best[how], best_ms(its[how], a.invokes))
     print("ms: " + ", ".join(f"{k} {v:.2f}" for k, v in best.items()))
     for how in est:
         print(f"{how}: / source measured {best[how] / best['source']:.2f}, estimated {est[how]:.2f}")

@@ -20,8 +20,9 @@ from edge_sdk.model.builder import GraphBuilder
 from tests.oprunner import run_on, run_peer
 
 
-def doubling_model(width: int, dtype: str = "FLOAT32", limit: float = 100) -> bytes:
-    """x [1, W] -> WHILE sum(x) < limit: x = CONCATENATION(x, x) along axis 1 -> y (length W * 2^k, k from x)."""
+def doubling_while(width: int, dtype: str = "FLOAT32", limit: float = 100):
+    """The main graph's x [1, W] -> WHILE sum(x) < limit: x = CONCATENATION(x, x) along axis 1 -> y (length W * 2^k,
+    k from x): (the GraphBuilder, y) for a caller to read y further or make it the output."""
     g = GraphBuilder()
     cond, body = g.subgraph("cond"), g.subgraph("body")
     cx = cond.input("x", (1, width), dtype)
@@ -35,6 +36,12 @@ def doubling_model(width: int, dtype: str = "FLOAT32", limit: float = 100) -> by
     body.output(twice)
     x, y = g.input("x", (1, width), dtype), g.tensor("y", (1, width), dtype)
     g.op("WHILE", [x], [y], cond_subgraph_index=cond.index, body_subgraph_index=body.index)
+    return g, y
+
+
+def doubling_model(width: int, dtype: str = "FLOAT32", limit: float = 100) -> bytes:
+    """x [1, W] -> WHILE sum(x) < limit: x = CONCATENATION(x, x) along axis 1 -> y (length W * 2^k, k from x)."""
+    g, y = doubling_while(width, dtype, limit)
     g.output(y)
     return write_model(g.build())
 

@@ -16,6 +16,7 @@ from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
 from tests.oprunner import run_on, run_peer
+from tests.test_c23d_growing_while import doubling_while
 
 VOCAB, DIM = 17, 4
 
@@ -87,20 +88,8 @@ def _dynamic(g: GraphBuilder, signatures: dict[str, tuple[int, ...]]) -> bytes:
 def doubling_then(width: int, dtype: str, tail: str) -> bytes:
     """x [1, W] -> WHILE sum(x) < 100: x = CONCATENATION(x, x) -> y [1, W * 2^k] -> ``tail``: "relu_add" (RELU, ADD a
     [1, 1] constant: float32 / int32) or "quantize" (QUANTIZE to int8, scale 0.5, zero point -3: float32)."""
-    g = GraphBuilder()
-    cond, body = g.subgraph("cond"), g.subgraph("body")
+    g, y = doubling_while(width, dtype)
     np_type = np.dtype(dtype.lower())
-    cx = cond.input("x", (1, width), dtype)
-    total, more = cond.tensor("total", (), dtype), cond.tensor("more", (), "BOOL")
-    cond.op("SUM", [cx, cond.constant("axes", np.array([0, 1], np.int32))], [total], keep_dims=False)
-    cond.op("LESS", [total, cond.constant("limit", np.array(100, np_type))], [more])
-    cond.output(more)
-    bx = body.input("x", (1, width), dtype)
-    twice = body.tensor("twice", (1, 2 * width), dtype)
-    body.op("CONCATENATION", [bx, bx], [twice], axis=1)
-    body.output(twice)
-    x, y = g.input("x", (1, width), dtype), g.tensor("y", (1, width), dtype)
-    g.op("WHILE", [x], [y], cond_subgraph_index=cond.index, body_subgraph_index=body.index)
     if tail == "relu_add":
         r, z = g.tensor("r", (1, width), dtype), g.tensor("z", (1, width), dtype)
         g.op("RELU" if dtype == "FLOAT32" else "ABS", [y], [r])
