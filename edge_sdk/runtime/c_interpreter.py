@@ -540,6 +540,11 @@ class CInterpreter(Interpreter, backend="c"):
         Interpreter.standalone (the Python kernels' Runtime service; the C runtime's own WHILE runs in C)."""
         return CInterpreter(model=model, arena_size=self._budget, max_while_iterations=self.max_while_iterations)
 
+    def trace_sink(self) -> list | None:
+        """None, always: the rows list Interpreter.trace_sink gives the Python kernels of a growing WHILE run by
+        interpreters of their own; the C runtime refuses such a loop at load and traces its own nodes (trace())."""
+        return None
+
     def _details(self, t: int, subgraph: int = 0) -> dict:
         tensor = self.model.subgraphs[subgraph].tensors[t]
         info = self._tensor(2 + subgraph, t) if self._ready else None
