@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from convert_palm import best_ms  # noqa: E402  (the benchmarks' one best-of-N invoke loop)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -179,22 +181,13 @@ def _interpreter(data: bytes, runtime: str):
     return it
 
 
-def _best_us(it, invokes: int) -> float:
-    best = float("inf")
-    for _ in range(invokes):
-        start = time.perf_counter()
-        it.invoke()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e6
-
-
 def measure(variants: dict[str, bytes], rounds: int, invokes: int) -> dict[tuple[str, str], float]:
     """(runtime, kind) -> best us per invoke, the kinds taking turns each round."""
     its = {(rt, k): _interpreter(data, rt) for rt in RUNTIMES for k, data in variants.items()}
     best = dict.fromkeys(its, float("inf"))
     for r in range(rounds):
         for key in list(its)[r % len(its):] + list(its)[:r % len(its)]:
-            best[key] = min(best[key], _best_us(its[key], invokes))
+            best[key] = min(best[key], 1e3 * best_ms(its[key], invokes))
     return best
 
 
