@@ -46,11 +46,10 @@ def doubling_model(width: int, dtype: str = "FLOAT32", limit: float = 100) -> by
     return write_model(g.build())
 
 
-def decoder_model(start: int) -> bytes:
-    """A greedy decoder's shape: (i, n, tokens [1, start]) -> WHILE i < n: tokens = CONCATENATION(tokens,
-    [[last * 3 + i] mod 17]) (the last token by STRIDED_SLICE), i += 1 -> (i_out, n_out, tokens_out [1, start + n]).
-    The counter keeps its shape (a static output), the sequence grows by one each iteration."""
-    g = GraphBuilder()
+def decoder_while(g: GraphBuilder, start: int) -> tuple[list[int], list[int]]:
+    """A greedy decoder's loop in ``g`` (a model or a subgraph builder): (i, n, tokens [1, start]) -> WHILE i < n:
+    tokens = CONCATENATION(tokens, [[last * 3 + i] mod 17]) (the last token by STRIDED_SLICE), i += 1 -> (i_out,
+    n_out, tokens_out declared [1, start], [1, start + n] at run time). Returns (its inputs, its outputs)."""
     cond, body = g.subgraph("cond"), g.subgraph("body")
     ci, cn, _ = cond.input("i", (), "INT32"), cond.input("n", (), "INT32"), cond.input("tokens", (1, start), "INT32")
     more = cond.tensor("more", (), "BOOL")
@@ -71,10 +70,17 @@ def decoder_model(start: int) -> bytes:
     body.op("CONCATENATION", [bt, token], [grown], axis=1)
     body.op("ADD", [bi, body.constant("one", np.array(1, np.int32))], [i_next], fused_activation_function="NONE")
     body.output(i_next, bn, grown)
-    i, n, tokens = g.input("i", (), "INT32"), g.input("n", (), "INT32"), g.input("tokens", (1, start), "INT32")
+    ins = [g.input("i", (), "INT32"), g.input("n", (), "INT32"), g.input("tokens", (1, start), "INT32")]
     outs = [g.tensor("i_out", (), "INT32"), g.tensor("n_out", (), "INT32"), g.tensor("tokens_out", (1, start), "INT32")]
-    g.op("WHILE", [i, n, tokens], outs, cond_subgraph_index=cond.index, body_subgraph_index=body.index)
-    g.output(*outs)
+    g.op("WHILE", ins, outs, cond_subgraph_index=cond.index, body_subgraph_index=body.index)
+    return ins, outs
+
+
+def decoder_model(start: int) -> bytes:
+    """decoder_while as a model: its three outputs are the model's. The counter keeps its shape (a static output),
+    the sequence grows by one each iteration."""
+    g = GraphBuilder()
+    g.output(*decoder_while(g, start)[1])
     return write_model(g.build())
 
 

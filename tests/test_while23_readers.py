@@ -16,36 +16,14 @@ from edge_sdk.errors import ArenaTooSmallError, ModelError, UnsupportedOpError
 from edge_sdk.model import write_model
 from edge_sdk.model.builder import GraphBuilder
 from tests.oprunner import run_on, run_peer
-from tests.test_c23d_growing_while import doubling_while
+from tests.test_c23d_growing_while import decoder_while, doubling_while
 
 VOCAB, DIM = 17, 4
 
 
 def _decoder_loop(g: GraphBuilder, start: int) -> tuple[list[int], int]:
-    """(i, n, tokens [1, start]) -> WHILE i < n: tokens = CONCATENATION(tokens, [[(last * 3 + i) mod 17]]), i += 1.
-    Returns the model inputs and the grown tokens tensor (declared [1, start]; [1, start + n] at run time)."""
-    cond, body = g.subgraph("cond"), g.subgraph("body")
-    ci, cn, _ = cond.input("i", (), "INT32"), cond.input("n", (), "INT32"), cond.input("tokens", (1, start), "INT32")
-    more = cond.tensor("more", (), "BOOL")
-    cond.op("LESS", [ci, cn], [more])
-    cond.output(more)
-    bi, bn, bt = body.input("i", (), "INT32"), body.input("n", (), "INT32"), body.input("tokens", (1, start), "INT32")
-    last, tripled = body.tensor("last", (1, 1), "INT32"), body.tensor("tripled", (1, 1), "INT32")
-    body.op("STRIDED_SLICE", [bt, body.constant("begin", np.array([0, -1], np.int32)),
-                              body.constant("end", np.array([1, 0], np.int32)),
-                              body.constant("strides", np.array([1, 1], np.int32))], [last], end_mask=2)
-    body.op("MUL", [last, body.constant("three", np.array([[3]], np.int32))], [tripled],
-            fused_activation_function="NONE")
-    mixed, token = body.tensor("mixed", (1, 1), "INT32"), body.tensor("token", (1, 1), "INT32")
-    body.op("ADD", [tripled, bi], [mixed], fused_activation_function="NONE")
-    body.op("FLOOR_MOD", [mixed, body.constant("vocab", np.array([[VOCAB]], np.int32))], [token])
-    grown, i_next = body.tensor("grown", (1, start + 1), "INT32"), body.tensor("i_next", (), "INT32")
-    body.op("CONCATENATION", [bt, token], [grown], axis=1)
-    body.op("ADD", [bi, body.constant("one", np.array(1, np.int32))], [i_next], fused_activation_function="NONE")
-    body.output(i_next, bn, grown)
-    ins = [g.input("i", (), "INT32"), g.input("n", (), "INT32"), g.input("tokens", (1, start), "INT32")]
-    outs = [g.tensor("i_out", (), "INT32"), g.tensor("n_out", (), "INT32"), g.tensor("tokens_out", (1, start), "INT32")]
-    g.op("WHILE", ins, outs, cond_subgraph_index=cond.index, body_subgraph_index=body.index)
+    """decoder_while's inputs and its grown tokens tensor (declared [1, start]; [1, start + n] at run time)."""
+    ins, outs = decoder_while(g, start)
     return ins, outs[2]
 
 
