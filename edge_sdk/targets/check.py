@@ -790,7 +790,7 @@ def linked_ram(link: dict) -> dict[str, int]:
     of .data + .bss, "stack": the reserved stack, "total"}. The arena array is its own section (.board_large) on
     every board here; a link that leaves that section empty has it inside .bss, and it is taken out of the
     statics there (not counted twice)."""
-    arena = link["arena_bytes"]
+    arena = link["arena_buffer_bytes"]
     statics = link["data_bytes"] + link["bss_bytes"] - (0 if link.get("large_bytes") else arena)
     stack = link.get("stack_bytes", 0)
     return {"arena_buffer": arena, "statics": statics, "stack": stack, "total": arena + statics + stack}

@@ -438,8 +438,9 @@ def check_fit(profile, model_bytes: int, arena_bytes: int, usage: dict) -> None:
 
 def firmware_size(model_path, profile) -> dict:
     """Build (really link, with the board's linker script) the firmware for ``model_path`` on ``profile`` without
-    flashing it: ``{"linked": True, "flash_bytes", "text_bytes", "data_bytes", "bss_bytes", "arena_bytes",
-    "runtime_flash_bytes" (the firmware's flash minus the model's bytes), "elf"}``; or, when the linker
+    flashing it: ``{"linked": True, "flash_bytes", "text_bytes", "data_bytes", "bss_bytes", "arena_buffer_bytes"
+    (the firmware's arena array: the runtime's arena plus headroom, not the arena itself), "runtime_flash_bytes"
+    (the firmware's flash minus the model's bytes), "elf"}``; or, when the linker
     refuses it, ``{"linked": False, "error": the linker's overflow in words}``. DeviceError when the toolchain
     is missing or the board has no support here. (`edge check --link`.)"""
     try:
@@ -449,7 +450,7 @@ def firmware_size(model_path, profile) -> dict:
             raise
         return {"linked": False, "error": str(exc)}
     usage = link_usage(elf)
-    return {"linked": True, **usage, "arena_bytes": usage["large_bytes"] or info["arena_bytes"],
+    return {"linked": True, **usage, "arena_buffer_bytes": usage["large_bytes"] or info["arena_bytes"],
             "runtime_flash_bytes": usage["flash_bytes"] - info["model_bytes"], "elf": str(elf)}
 
 
