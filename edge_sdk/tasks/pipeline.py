@@ -282,6 +282,13 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
     return (1.0 / (1.0 + np.exp(-x))).astype(np.float32)
 
 
+def count_nonfinite(x) -> int:
+    """How many NaN / inf values an array holds (0 for integer arrays): the one count behind every refusal of
+    non-finite input (nonfinite_in for data files, refuse_nonfinite for tensors, the server's requests)."""
+    x = np.asarray(x)
+    return int(x.size - np.count_nonzero(np.isfinite(x))) if x.dtype.kind in "fc" else 0
+
+
 def nonfinite_in(x) -> str | None:
     """Where an array of samples (axis 0) holds NaN or inf: "N non-finite value(s) (NaN or inf) of M, the first in
     sample K", or None when every value is finite (or the array holds no floats). Scanned in slices of ~4 M values:
@@ -294,11 +301,11 @@ def nonfinite_in(x) -> str | None:
     step = max(1, (1 << 22) // max(1, rows.shape[1]))
     bad, first = 0, None
     for start in range(0, len(rows), step):
-        finite = np.isfinite(rows[start:start + step])
-        per_sample = finite.shape[1] - np.count_nonzero(finite, axis=1)
-        if first is None and per_sample.any():
-            first = start + int(np.flatnonzero(per_sample)[0])
-        bad += int(per_sample.sum())
+        block = rows[start:start + step]
+        n = count_nonfinite(block)
+        if n and first is None:
+            first = start + int(np.flatnonzero(~np.isfinite(block).all(axis=1))[0])
+        bad += n
     if not bad:
         return None
     return f"{bad} non-finite value(s) (NaN or inf) of {x.size}, the first in sample {first}"
@@ -308,9 +315,7 @@ def refuse_nonfinite(x: np.ndarray, name: str, allow: bool = False) -> None:
     """An input tensor with NaN or inf values is refused (DataError naming it and how many): a model fed NaN
     answers with confident-looking scores. ``allow``: run it anyway, with a warning naming it."""
     x = np.asarray(x)
-    if x.dtype.kind not in "fc":
-        return
-    bad = int(x.size - np.count_nonzero(np.isfinite(x)))
+    bad = count_nonfinite(x)
     if not bad:
         return
     what = f"{name}: {bad} of {x.size} value(s) are not finite (NaN or inf)"

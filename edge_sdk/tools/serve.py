@@ -884,9 +884,9 @@ def _make_handler(server: Server):
 
 def _refuse_nonfinite(a: np.ndarray, d: dict, what: str) -> None:
     """A request's values with NaN or inf are refused (400), naming the input and how many."""
-    if a.dtype.kind != "f":
-        return
-    bad = int(a.size - np.count_nonzero(np.isfinite(a)))
+    from edge_sdk.tasks.pipeline import count_nonfinite
+
+    bad = count_nonfinite(a)
     if bad:
         name = f"input '{d['name']}'"
         where = what if name in what else f"{what} ({name})"
