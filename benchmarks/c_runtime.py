@@ -212,6 +212,7 @@ def vs_litert(paths, seconds: float, threads: int) -> None:
     print(f"{'model':<40} {'C 1t':>8} {'XNN 1t':>8} {'REF 1t':>9} {'C/XNN':>6} {'C/REF':>6} {'C Nt':>8} {'XNN Nt':>8} "
           f"{'C/XNN Nt':>8}")
     r1, rn, rref, big = [], [], [], []
+    thread_ratio: dict[str, float] = {}  # model -> C N threads / C one thread
     for p in paths:
         def run(only=""):
             """(result, why it crashed or ""): a child that printed its result and then crashed still counts."""
@@ -272,6 +273,8 @@ def vs_litert(paths, seconds: float, threads: int) -> None:
                 big.append((p.name, m["c1"] / m["xnn1"]))
         if "cN" in m and "xnnN" in m:
             rn.append(m["cN"] / m["xnnN"])
+        if "cN" in m and "c1" in m and m["c1"] >= 0.3e-3:
+            thread_ratio[p.name] = m["cN"] / m["c1"]
         if "c1" in m and "ref1" in m:
             rref.append(m["c1"] / m["ref1"])
 
@@ -280,14 +283,18 @@ def vs_litert(paths, seconds: float, threads: int) -> None:
     print(f"geomean C/XNNPACK 1 thread: {geo([r for _, r in r1]):.2f} over {len(r1)} models; "
           f"{threads} threads: {geo(rn):.2f} over {len(rn)}; C/LiteRT-reference 1 thread: {geo(rref):.2f} "
           f"over {len(rref)}")
+    # issue 26's goal: geomean <= 1.0, worst <= 1.5 (one thread), on models XNNPACK takes >= 0.3 ms on (below that
+    # a model is call overhead, not kernels); and threads never slower than one thread
+    aim_geo = "geomean C / XNNPACK <= 1.0 (one thread, models XNNPACK takes >= 0.3 ms on)"
     if big:
         g = geo([r for _, r in big])
-        AIMS.single("geomean C / XNNPACK <= 1.5 (one thread, models XNNPACK takes >= 0.3 ms on)", g <= 1.5,
-                    f"{g:.2f} over {len(big)} models", section="0")
-        AIMS.every("C / XNNPACK <= 3 on every such model", dict(big), lambda r: r <= 3, "{:.2f}", section="0")
+        AIMS.single(aim_geo, g <= 1.0, f"{g:.2f} over {len(big)} models", section="0")
+        AIMS.every("C / XNNPACK <= 1.5 on every such model", dict(big), lambda r: r <= 1.5, "{:.2f}", section="0")
     else:
-        AIMS.single("geomean C / XNNPACK <= 1.5 (one thread, models XNNPACK takes >= 0.3 ms on)", None,
-                    "no model where both ran and XNNPACK took >= 0.3 ms", section="0")
+        AIMS.single(aim_geo, None, "no model where both ran and XNNPACK took >= 0.3 ms", section="0")
+    # 5% is the run-to-run spread of one median on this host; a real slow-down is larger
+    AIMS.every(f"C with {threads} threads not slower than with one (within 5%, models C takes >= 0.3 ms on)",
+               thread_ratio, lambda r: r <= 1.05, "Nt/1t {:.2f}", section="0")
 
 
 def time_native(path: Path, seconds: float) -> dict | str:
