@@ -13,6 +13,7 @@
 
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
+#include "../edge_fixedpoint_act.h"
 #include "../edge_flexbuffers.h"
 
 EDGE_CUSTOM_KERNEL("SignalPCAN", signal_pcan, 1, "UINT32", "INT16 gain LUT")
@@ -59,11 +60,11 @@ edge_status_t edge_prepare_signal_pcan(edge_node_t *node, edge_ctx_t *ctx) {
 }
 
 static int16_t pcan_gain(uint32_t e, const int16_t *lut) {
-    uint32_t interval = 0, v, frac;
+    uint32_t interval, frac;
     int32_t base;
     int64_t res;
     if (e <= 2) return lut[e];
-    for (v = e; v; v >>= 1) interval++;
+    interval = 32u - (uint32_t)ea_clz32(e); /* the bit length of e: its octave */
     base = 4 * (int32_t)interval - 6;
     frac = (interval < 11 ? e << (11 - interval) : e >> (interval - 11)) & 0x3ffu;
     res = ((int64_t)lut[base + 2] * frac) >> 5;
