@@ -19,12 +19,13 @@ import dataclasses
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from convert_palm import best_ms  # noqa: E402  (the benchmarks' one best-of-N invoke loop)
 
 from edge_sdk import Interpreter  # noqa: E402
 from edge_sdk.model import read_model, write_model  # noqa: E402
@@ -87,15 +88,6 @@ def _ready(it, feeds):
     return it
 
 
-def _best(it, n: int) -> float:
-    best = float("inf")
-    for _ in range(n):
-        t0 = time.perf_counter()
-        it.invoke()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def measure(name: str, data: bytes, rounds: int, invokes: int) -> dict:
     from ai_edge_litert.interpreter import Interpreter as LiteRT
 
@@ -115,7 +107,7 @@ def measure(name: str, data: bytes, rounds: int, invokes: int) -> dict:
     for r in range(rounds):  # A B A B: the order flips every round
         order = list(runs) if r % 2 == 0 else list(reversed(runs))
         for k in order:
-            times[k].append(_best(runs[k], invokes))
+            times[k].append(best_ms(runs[k], invokes) / 1e3)
     med = {k: statistics.median(v) for k, v in times.items()}
     py = {k: _ready(Interpreter(model_content=d), feeds).arena_plan().total for k, d in (("folded", data),
                                                                                           ("unfolded", twin))}
