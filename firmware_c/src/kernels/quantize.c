@@ -14,7 +14,9 @@
  * |x / scale| <= 2^23 the truncation of |x / scale| is its floor, and with an int16 zero point the sum cannot
  * wrap, so the reference's bits come from integer steps without libm's floorf or a double compare (soft-float on
  * a Cortex-M4). A block holding a NaN or a larger quotient is redone element by element as the reference. On
- * x86-64 with a SIMD level an AVX2 loop (quantize_float_avx2) gives the same bits for every input; size-optimized
+ * x86-64 with a SIMD level an AVX2 loop (quantize_float_avx2) gives the same bits for every input, and from AVX-512
+ * up a loop that multiplies by 1 / scale (quantize_float_avx512: a block where the product could round otherwise
+ * redone by the division) does too; size-optimized
  * builds (-Os: the Cortex-M libraries) keep one loop with the fast path per element.
  */
 #include <string.h>
@@ -34,7 +36,8 @@ typedef struct {
     void *lut;                    /* 8-bit input: 256 values of the output type */
 #if EDGE_SIMD
     int32_t lut_simd;             /* 8-bit -> 8-bit on a 64-bit Linux CPU with a table fast path: its level (0: none) */
-    int32_t simd;                 /* float input on x86-64 with a SIMD level (AVX2 at every level): quantize_float_avx2 */
+    int32_t simd;                 /* float input on x86-64: 0 none, 1 quantize_float_avx2, 2 quantize_float_avx512 */
+    float inv;                    /* float input: 1 / scale in float32 (normal, else simd is at most 1) */
 #endif
 } quantize_data_t;
 
@@ -180,6 +183,87 @@ __attribute__((target("avx2"))) static void quantize_float_avx2(const quantize_d
     }
     for (; i < n; i++) store(d->out_type, y, i, quantize_one(d, x[i]));
 }
+
+/* AVX-512 (EDGE_SIMD_X86_AVX512VNNI and up): x * inv with inv = fl(1 / scale), as XNNPACK, instead of x / scale
+ * (a VDIVPS zmm per 16 values ran QUANTIZE 48x48x64 at 3.7x LiteRT), with the reference's bits for every input: a
+ * lane whose product may round otherwise than the quotient sends its 64-value block through the division.
+ *
+ * Why the product rounds as the quotient elsewhere. Q = x / scale (real), u = 2^-24. inv = (1 / scale)(1 + e1) and,
+ * when x * inv is a normal float, p = fl(x * inv) = x * inv (1 + e2), |e1|, |e2| <= u, so |p - Q| <= |Q| (2u + u^2);
+ * the reference's r = fl(Q) has |r - Q| <= |Q| u; with |Q| <= |p| / (1 - 2u - u^2):
+ *     |p - r| <= |p| (3u + u^2) / (1 - 2u - u^2) < |p| 2^-22.
+ * Let k = rne(p) and d = p - k (VREDUCEPS: exact, |d| <= 1/2). A lane is kept only when
+ *     fl(|d| + |p| 2^-21) < 1/2,
+ * so (rounding is monotone, 1/2 a float) |d| + |p| 2^-21 < 1/2: p lies in (k - 1/2, k + 1/2) more than |p| 2^-21 >
+ * |p - r| from both ends, r lies in the same open interval, and every rounding of r, the reference's half away from
+ * zero too, gives k; |p| < 2^20 there (else |p| 2^-21 >= 1/2), so k converts without reaching the int32 edge and
+ * adds the zero point (int16) without a wrap, as the reference's. A subnormal or zero p (|x * inv| < 2^-126: its
+ * error absolute, <= 2^-150) has |p|, |Q|, |r| below 1/2: k = 0 = the reference's. Every other lane is sent to the
+ * division: the ties and their neighbours, |p| >= 2^20 (the 2^31 edge where x86's conversion gives INT32_MIN),
+ * overflow (p = +-inf: |p| 2^-21 = inf), NaN (the unordered compare says "not less"). At prepare: scale and inv
+ * both normal (a subnormal scale's inverse overflows; a huge scale's inverse is subnormal, its error absolute),
+ * else the AVX2 division loop. The test runs on the unsigned bits of |d| + |p| 2^-21 (>= 0 or NaN), their maximum
+ * over a block: integer ops beside the float ones, which share one port with the 512-bit multiplies. */
+#define T_Q512 __attribute__((target("avx2,avx512f,avx512bw,avx512dq,avx512vl")))
+
+/* 16 values through the product: k + zp as int32; *worst collects the lanes' |d| + |p| 2^-21 (as unsigned bits:
+ * one order with the floats for the non-negative ones, a NaN of either sign above 1/2) for one compare a block. */
+T_Q512 static inline __m512i quantize16_mul(const float *x, __m512 inv, __m512i zp, __m512i *worst) {
+    const __m512 p = _mm512_mul_ps(_mm512_loadu_ps(x), inv);
+    const __m512 d = _mm512_reduce_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); /* p - rne(p) */
+    const __m512 m = _mm512_fmadd_ps(_mm512_abs_ps(p), _mm512_set1_ps(0x1p-21f), _mm512_abs_ps(d));
+    *worst = _mm512_max_epu32(*worst, _mm512_castps_si512(m));
+    return _mm512_add_epi32(_mm512_cvt_roundps_epi32(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zp);
+}
+
+/* 16 values through the division, the reference's bits for every input (quantize8_avx2's steps on 16 lanes). */
+T_Q512 static inline __m512i quantize16_div(const float *x, __m512 scale, __m512i zp) {
+    const __m512 r = _mm512_div_ps(_mm512_loadu_ps(x), scale);
+    const __m512 d = _mm512_sub_ps(r, _mm512_roundscale_ps(r, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC));
+    const __mmask16 up = _mm512_cmp_ps_mask(d, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    const __mmask16 down = _mm512_cmp_ps_mask(d, _mm512_set1_ps(-0.5f), _CMP_LE_OQ);
+    const __m512i one = _mm512_set1_epi32(1), t = _mm512_cvttps_epi32(r);
+    const __m512i u = _mm512_mask_add_epi32(t, up, t, one); /* + 1 where up, - 1 where down (never both) */
+    return _mm512_add_epi32(_mm512_mask_sub_epi32(u, down, u, one), zp);
+}
+
+/* y[0..n) as quantize_float, 64 values a step (the saturating packs are the clamp to the type; they work within
+ * 128-bit lanes, the permutes put the values back in order); the last n % 64 by quantize_float_avx2. */
+T_Q512 static void quantize_float_avx512(const quantize_data_t *d, const float *x, void *y, int64_t n) {
+    const __m512 sc = _mm512_set1_ps(d->scale), inv = _mm512_set1_ps(d->inv);
+    const __m512i zp = _mm512_set1_epi32(d->out_zp), half = _mm512_set1_epi32(0x3F000000); /* 0.5f's bits */
+    const __m512i order8 = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512i order16 = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+    const int32_t type = d->out_type, size = edge_type_bytes(type);
+    int64_t i;
+    for (i = 0; i + 64 <= n; i += 64) { /* four vectors by name: an array of them went through the stack */
+        const float *xi = x + i;
+        __m512i worst = _mm512_setzero_si512();
+        __m512i q0 = quantize16_mul(xi, inv, zp, &worst), q1 = quantize16_mul(xi + 16, inv, zp, &worst);
+        __m512i q2 = quantize16_mul(xi + 32, inv, zp, &worst), q3 = quantize16_mul(xi + 48, inv, zp, &worst);
+        if (_mm512_cmpge_epu32_mask(worst, half)) {
+            q0 = quantize16_div(xi, sc, zp);
+            q1 = quantize16_div(xi + 16, sc, zp);
+            q2 = quantize16_div(xi + 32, sc, zp);
+            q3 = quantize16_div(xi + 48, sc, zp);
+        }
+        if (type == EDGE_INT16) {
+            _mm512_storeu_si512((void *)((int16_t *)y + i), _mm512_permutexvar_epi64(order16, _mm512_packs_epi32(q0, q1)));
+            _mm512_storeu_si512((void *)((int16_t *)y + i + 32),
+                                _mm512_permutexvar_epi64(order16, _mm512_packs_epi32(q2, q3)));
+        } else {
+            const __m512i ab = _mm512_packs_epi32(q0, q1), cd = _mm512_packs_epi32(q2, q3);
+            const __m512i b = type == EDGE_UINT8 ? _mm512_packus_epi16(ab, cd) : _mm512_packs_epi16(ab, cd);
+            _mm512_storeu_si512((void *)((int8_t *)y + i), _mm512_permutexvar_epi32(order8, b));
+        }
+    }
+    quantize_float_avx2(d, x + i, (char *)y + i * size, n - i);
+}
+#endif
+
+#if EDGE_SIMD && defined(__x86_64__)
+/* f is a normal float (not zero, subnormal, infinite or NaN) */
+static int normal_f32(float f) { return fabsf(f) >= 1.17549435e-38f && fabsf(f) <= 3.40282347e38f; }
 #endif
 
 edge_status_t edge_prepare_quantize(edge_node_t *node, edge_ctx_t *ctx) {
@@ -211,7 +295,10 @@ edge_status_t edge_prepare_quantize(edge_node_t *node, edge_ctx_t *ctx) {
         if (out->type == EDGE_INT32) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "QUANTIZE: float32 -> INT32");
         d->scale = out->scale;
 #if EDGE_SIMD && defined(__x86_64__)
+        d->inv = 1.0f / d->scale;
         d->simd = edge_simd_level() > 0;
+        if (d->simd && edge_simd_level() >= EDGE_SIMD_X86_AVX512VNNI && normal_f32(d->scale) && normal_f32(d->inv))
+            d->simd = 2;
 #endif
         return EDGE_OK;
     }
@@ -246,6 +333,10 @@ void edge_eval_quantize(const edge_node_t *node, edge_ctx_t *ctx) {
     case EDGE_FLOAT32: {
         if (!EDGE_WITH_FLOAT32) break; /* refused at prepare */
 #if EDGE_SIMD && defined(__x86_64__)
+        if (d->simd == 2) {
+            quantize_float_avx512(d, (const float *)x->data, y, n);
+            break;
+        }
         if (d->simd) {
             quantize_float_avx2(d, (const float *)x->data, y, n);
             break;

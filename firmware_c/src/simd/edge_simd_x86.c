@@ -202,7 +202,13 @@ T_VNNI static INLINE __m512i rq512(__m512i acc, __m512i mul, __m512i rs, __m512i
  * the inner floor, that is
  *     q = floor((p + 2^30 + 2^(30 + rs) - [p < -2^30] 2^31) / 2^(31 + rs))
  * one VPSRAVQ (31 + rs <= 62; |numerator| < 2^63) on the even and on the odd lanes: two VPMULDQ and two VPSRAVQ
- * where rq512 spends eleven shifts and multiplies on the same port. The same value for every input. */
+ * where rq512 spends eleven shifts and multiplies on the same port. The same value for every input.
+ * Tried (issue 26, session 18) and not kept: the same q as floor(fl(fl(acc) S + 1/2 +- 2^-(rs + 1))) in float32
+ * (S = fl(mul) 2^-(31 + rs); exact wherever the value lies more than 2^-12 from an integer, the rest redone here):
+ * seven operations for 16 outputs where this spends twelve, 6% faster alone (4.48 vs 4.75 ns per 32 outputs, C
+ * microbenchmark, min of 5), no faster in the tiles (mobilenet_v2 112x112 16 -> 96: 374 vs 365 us, min of 1000
+ * invokes); likely because its 512-bit conversions, FMA and VREDUCEPS all take port 0 with VPDPBUSD, where this puts
+ * four of twelve there (not confirmed: no cycle counters in the VM that measured it). */
 typedef struct {
     __m512i mul, mul_odd, add_even, add_odd, shift_even, shift_odd, zp, lo, hi;
 } rq512_t;
