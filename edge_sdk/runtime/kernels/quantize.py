@@ -58,7 +58,8 @@ def prepare_quantize(node: Node):
         scale = np.float32(out.s)
 
         def run(inputs, outputs):
-            v = tflite_round(inputs[0] / scale).astype(inputs[0].dtype)
+            with np.errstate(over="ignore", invalid="ignore"):  # x / a tiny scale past float32: inf, as in C
+                v = tflite_round(inputs[0] / scale).astype(inputs[0].dtype)
             q = _float_to_int32_x86(v) + out_zp
             q = ((q + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)  # int32 wrap of the zero-point add
             clip_into(outputs[0], q, qmin, qmax)
