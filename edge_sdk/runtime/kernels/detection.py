@@ -82,48 +82,111 @@ def _dequantized(t: TensorInfo, q: np.ndarray) -> np.ndarray:
 
 def decode_boxes(encodings: np.ndarray, anchors: np.ndarray, scales: tuple[float, float, float, float]) -> np.ndarray:
     """Corner boxes [N, 4] float32 (ymin, xmin, ymax, xmax) from center-size encodings [N, >= 4] and anchors
-    [N, 4] (float32 each), in double as LiteRT: one libm exp per value (math.exp, glibc's as LiteRT's std::exp)."""
+    [N, 4] (float32 each), in double as LiteRT: one libm exp per value (math.exp, glibc's as LiteRT's std::exp;
+    numpy's own exp may differ in the last bit), the rest elementwise in float64 as one scalar expression would."""
     ys, xs, hs, ws = (float(_F(v)) for v in scales)
-    out = np.empty((encodings.shape[0], 4), _F)
-    for i, (e, a) in enumerate(zip(encodings.tolist(), anchors.tolist())):
-        ay, ax, ah, aw = a
-        yc = _F(e[0] / ys * ah + ay)
-        xc = _F(e[1] / xs * aw + ax)
-        half_h = _F(0.5 * math.exp(e[2] / hs) * ah)
-        half_w = _F(0.5 * math.exp(e[3] / ws) * aw)
-        out[i] = (yc - half_h, xc - half_w, yc + half_h, xc + half_w)
-    return out
+    e, a = encodings[:, :4].astype(np.float64), anchors.astype(np.float64)
+    exp_h = np.array([math.exp(v) for v in (e[:, 2] / hs).tolist()], np.float64)
+    exp_w = np.array([math.exp(v) for v in (e[:, 3] / ws).tolist()], np.float64)
+    yc = (e[:, 0] / ys * a[:, 2] + a[:, 0]).astype(_F)
+    xc = (e[:, 1] / xs * a[:, 3] + a[:, 1]).astype(_F)
+    half_h = (0.5 * exp_h * a[:, 2]).astype(_F)
+    half_w = (0.5 * exp_w * a[:, 3]).astype(_F)
+    return np.stack([yc - half_h, xc - half_w, yc + half_h, xc + half_w], axis=1)
 
 
-def nms_one_class(boxes: np.ndarray, scores: np.ndarray, max_detections: int, score_threshold: float,
-                  iou_threshold: float) -> list[int]:
-    """Anchor indices LiteRT's single-class NMS selects, best first (see the module docstring)."""
-    keep = np.flatnonzero(scores >= _F(score_threshold))
-    order = keep[np.argsort(-scores[keep], kind="stable")]  # descending; ties in anchor order
-    ymin, xmin, ymax, xmax = (boxes[order, k] for k in range(4))
-    area = (ymax - ymin) * (xmax - xmin)  # float32
-    active = np.ones(order.size, bool)
-    selected: list[int] = []
-    limit = min(order.size, max_detections)
-    iou_t, zero = _F(iou_threshold), _F(0)
-    for i in range(order.size):
-        if len(selected) >= limit:
-            break
-        if not active[i]:
+def _overlaps(a: tuple, b: tuple, iou_threshold) -> np.ndarray:
+    """IoU(a, b) > iou_threshold, broadcast over boxes a and b, each (ymin, xmin, ymax, xmax, area) arrays:
+    LiteRT's ComputeIntersectionOverUnion in float32, 0 when either box has no area."""
+    zero = _F(0)
+    h = np.maximum(np.minimum(a[2], b[2]) - np.maximum(a[0], b[0]), zero)
+    w = np.maximum(np.minimum(a[3], b[3]) - np.maximum(a[1], b[1]), zero)
+    inter = h * w
+    with np.errstate(divide="ignore", invalid="ignore"):
+        iou = inter / ((a[4] + b[4]) - inter)
+    return (iou > iou_threshold) & (a[4] > zero) & (b[4] > zero)
+
+
+# Candidates of every class are judged in blocks of this many (per class): a block's IoUs against the boxes kept
+# so far and among themselves are numpy arrays [classes, block, kept + block]; a smaller block wastes fewer IoUs
+# past the candidate that fills a class, a larger one has fewer Python steps.
+NMS_BLOCK = 64
+
+
+def nms_classes(boxes: np.ndarray, scores: np.ndarray, limit: int, score_threshold: float,
+                iou_threshold: float) -> list[np.ndarray]:
+    """LiteRT's single-class NMS (see the module docstring) of every score column of scores [N, C] at once: per
+    class, the anchor indices it selects, best first (at most ``limit``).
+
+    A candidate is selected iff fewer than ``limit`` are selected before it and no box selected before it
+    overlaps it above the threshold (LiteRT's sort-then-deactivate, in the order it visits candidates). The
+    columns advance together through their sorted candidates, a block at a time: a block's overlaps with the
+    boxes kept so far and among themselves are computed at once; only the walk along the block, which decides
+    what each kept candidate suppresses after it, is a Python loop (over the block, for all columns at once)."""
+    n, c = scores.shape
+    order, candidates = _candidates_best_first(scores, score_threshold)
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])  # float32
+    corners = [np.ascontiguousarray(boxes[:, k]) for k in range(4)] + [area]  # ymin, xmin, ymax, xmax, area [N]
+    iou_t = _F(iou_threshold)
+    kept = np.zeros((c, max(limit, 1)), np.int64)  # per class, the anchors selected, in order
+    count = np.zeros(c, np.int64)
+    live = np.flatnonzero((candidates > 0) & (limit > 0))
+    start = 0
+    while live.size:
+        stop = min(start + NMS_BLOCK, n)
+        anchor = order[live, start:stop]  # [L, B]
+        valid = np.arange(start, stop)[None, :] < candidates[live, None]
+        box = [v[anchor] for v in corners]  # 5 x [L, B]
+        suppressed = ~valid
+        held = int(count[live].max())
+        if held:  # overlaps with the boxes kept so far (rows past a class's count are not its boxes)
+            k_anchor = kept[live, :held]
+            over = _overlaps([v[:, :, None] for v in box], [v[k_anchor][:, None] for v in corners], iou_t)
+            over &= (np.arange(held)[None, :] < count[live, None])[:, None, :]
+            suppressed |= over.any(axis=2)
+        within = _overlaps([v[:, :, None] for v in box], [v[:, None] for v in box], iou_t)  # [L, B, B]
+        taken = _walk_block(suppressed, within, count[live], limit)
+        rows, cols = np.nonzero(taken)
+        slots = (np.cumsum(taken, axis=1) - 1 + count[live, None])[rows, cols]
+        kept[live[rows], slots] = anchor[rows, cols]
+        count[live] += taken.sum(axis=1)
+        start = stop
+        live = live[(count[live] < limit) & (candidates[live] > start)]
+    return [kept[k, :count[k]] for k in range(c)]
+
+
+def _candidates_best_first(scores: np.ndarray, score_threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of scores [N, C]: the anchors by descending score, ties in anchor order, those with a score >=
+    the threshold first (order [C, N]), and how many those are (candidates [C]).
+
+    One sort of unique uint64 keys (the score's bits made to order as the float does, above the anchor index)
+    instead of a stable argsort: the same order, several times faster. Anchors below the threshold (and NaN
+    scores) take the largest score key, after every candidate."""
+    n = scores.shape[0]
+    is_candidate = (scores >= _F(score_threshold)).T  # [C, N]
+    negated = -(scores.T + _F(0))  # + 0: -0.0 becomes 0.0, equal to it as LiteRT compares
+    bits = negated.view(np.uint32)
+    ordered = np.where(bits >> np.uint32(31) != 0, ~bits, bits | np.uint32(0x80000000))  # unsigned order = float order
+    ordered[~is_candidate] = np.uint32(0xFFFFFFFF)
+    keys = (ordered.astype(np.uint64) << np.uint64(32)) | np.arange(n, dtype=np.uint64)
+    keys.sort(axis=1)
+    return (keys & np.uint64(0xFFFFFFFF)).astype(np.int64), np.count_nonzero(is_candidate, axis=1)
+
+
+def _walk_block(suppressed: np.ndarray, within: np.ndarray, count: np.ndarray, limit: int) -> np.ndarray:
+    """The candidates [L, B] a block selects, walking it in order for all L columns at once: a candidate not
+    suppressed while its column holds fewer than ``limit`` is taken and suppresses the later ones it overlaps
+    (within [L, B, B]). suppressed is updated in place; count is not."""
+    taken = np.zeros_like(suppressed)
+    held = count.copy()
+    for i in range(suppressed.shape[1]):
+        take = ~suppressed[:, i] & (held < limit)
+        if not take.any():
             continue
-        selected.append(int(order[i]))
-        active[i] = False
-        rest = np.flatnonzero(active[i + 1:]) + i + 1
-        if rest.size == 0:
-            break
-        h = np.maximum(np.minimum(ymax[i], ymax[rest]) - np.maximum(ymin[i], ymin[rest]), zero)
-        w = np.maximum(np.minimum(xmax[i], xmax[rest]) - np.maximum(xmin[i], xmin[rest]), zero)
-        inter = h * w
-        with np.errstate(divide="ignore", invalid="ignore"):
-            iou = inter / ((area[i] + area[rest]) - inter)
-        iou = np.where((area[i] <= 0) | (area[rest] <= 0), zero, iou)
-        active[rest[iou > iou_t]] = False
-    return selected
+        taken[:, i] = take
+        held += take
+        suppressed[:, i + 1:] |= take[:, None] & within[:, i, i + 1:]
+    return taken
 
 
 def prepare_tflite_detection_postprocess(node: Node) -> Eval:
@@ -208,9 +271,12 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
 
     def run_fast(inputs, outputs):
         boxes, scores = decoded(inputs[0], inputs[2]), scores_of(inputs[1])
-        ranked = np.argsort(-scores, axis=1, kind="stable")[:, :categories]  # ties: the lower class first
+        if categories == 1 and not np.isnan(scores).any():  # the best class: the first of equal ones, as below
+            ranked = np.argmax(scores, axis=1)[:, None]
+        else:
+            ranked = np.argsort(-scores, axis=1, kind="stable")[:, :categories]  # ties: the lower class first
         best = np.take_along_axis(scores, ranked[:, :1], axis=1)[:, 0]
-        selected = nms_one_class(boxes, best, max_det, score_t, iou_t)
+        selected = nms_classes(boxes, best[:, None], max_det, score_t, iou_t)[0]
         out_boxes, out_classes, out_scores = (o.reshape(-1, *o.shape[2:]) for o in outputs[:3])
         for o in outputs:
             o[...] = 0
@@ -223,23 +289,19 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
 
     def run_regular(inputs, outputs):
         boxes, scores = decoded(inputs[0], inputs[2]), scores_of(inputs[1])
-        kept_scores = np.zeros(0, _F)
-        kept = np.zeros((0, 2), np.int64)  # (anchor, class)
-        for c in range(num_classes):
-            sel = nms_one_class(boxes, scores[:, c], per_class, score_t, iou_t)
-            if not sel:
-                continue
-            kept_scores = np.concatenate([kept_scores, scores[sel, c]])
-            kept = np.concatenate([kept, np.stack([np.asarray(sel), np.full(len(sel), c)], axis=1)])
-            order = np.argsort(-kept_scores, kind="stable")[:max_det]  # a stable merge: earlier classes first
-            kept_scores, kept = kept_scores[order], kept[order]
+        selected = nms_classes(boxes, scores, per_class, score_t, iou_t)
+        anchor = np.concatenate(selected)  # class after class, each best first
+        label = np.repeat(np.arange(num_classes), [len(s) for s in selected])
+        picked = scores[anchor, label]
+        # a stable sort: ties keep earlier classes first, as LiteRT's merge of each class's selection
+        best = np.argsort(-picked, kind="stable")[:max_det]
         out_boxes, out_classes, out_scores = (o.reshape(-1, *o.shape[2:]) for o in outputs[:3])
         for o in outputs:
             o[...] = 0
-        m = len(kept_scores)
-        out_boxes[:m] = boxes[kept[:, 0]]
-        out_classes[:m] = kept[:, 1]
-        out_scores[:m] = kept_scores
+        m = len(best)
+        out_boxes[:m] = boxes[anchor[best]]
+        out_classes[:m] = label[best]
+        out_scores[:m] = picked[best]
         outputs[3][0] = m
 
     return run_regular if regular else run_fast
