@@ -232,7 +232,7 @@ FILE_CLAIMS = {  # what the messages call each claim
     "hosts": "a hosts file (UTF-8 text: user@host[:port] per line, or an Ansible INI inventory)",
     "inventory": "an Ansible INI inventory (UTF-8 text)",
     "input": "an image (JPEG/PNG/BMP), a .wav, a .npy array or an .npz of every input",
-    "arrays": "input data (.npy or .npz)",
+    "arrays": "input data (.npy, .npz, or a WAV for a model of raw samples)",
 }
 # First bytes -> what a file is, to say what was given instead (a PNG given as the model).
 _MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"BM", "a BMP image"),
@@ -409,7 +409,7 @@ def _check_file_claim(path: str, label: str, claim: str) -> None:
             _check_evaluation_npz(p, label)
     elif claim == "labelled":  # neither a folder nor a .npz: named now, not after the model ran
         raise _not_a(p, label, claim)
-    elif suffix in (".wav", ".wave") and claim == "input":
+    elif suffix in (".wav", ".wave") and claim in ("input", "arrays"):
         with open(p, "rb") as f:
             head = f.read(12)
         if head[:4] != b"RIFF" or head[8:12] != b"WAVE":
@@ -961,7 +961,8 @@ def _cmd_bench(args) -> int:
     report = bench(args.model[0], args.host, runs=args.runs, warmup=args.warmup, threads=args.threads,
                    backend=args.backend, identity=args.identity, accept_new_host_key=args.accept_new_host_key,
                    remote_dir=args.remote_dir, profile_runs=args.profile_runs, trace=args.trace, csv=args.csv,
-                   plot=args.plot, input_shapes=_input_shapes(args.input_shape), inputs=args.inputs)
+                   plot=args.plot, input_shapes=_input_shapes(args.input_shape), inputs=args.inputs,
+                   sample_rate=args.sample_rate)
     if args.json:
         _print_json(report)
     else:
@@ -1353,7 +1354,11 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--profile-runs", type=_positive, help="inferences with every op timed (default: runs, at most 20)")
     p.add_argument("--inputs", metavar="DATA",
                    help="input data as edge run takes it: .npy (one input) or .npz of every input keyed by input "
-                        "name or arg_0, arg_1..; its shapes fix dynamic input sizes (default: seeded random)")
+                        "name or arg_0, arg_1..; its shapes fix dynamic input sizes (default: seeded random); a "
+                        "WAV for a model of raw samples ([-1], [1, -1]: the file's length)")
+    p.add_argument("--sample-rate", type=_positive, metavar="HZ",
+                   help="--inputs WAV: the rate of a model of raw samples with no 'audio' manifest entry "
+                        "(default: the manifest's)")
     op_table_outputs(p)
     p.add_argument("--matrix", action="store_true",
                    help="every model x --target x --precision here: each converted once (cached), each cell edge "

@@ -102,12 +102,18 @@ def _random_inputs(details: list[dict], seed: int, required=None) -> list:
     return out
 
 
-def read_input_file(path, model, name: str) -> list[tuple[str | None, "object"]]:
+def read_input_file(path, model, name: str, sample_rate: int | None = None) -> list[tuple[str | None, "object"]]:
     """(key, array) per subgraph-0 input of ``model`` (parsed, not yet shaped) from ``path``, the files `edge run`
-    takes: a .npy for a one-input model (key None), an .npz of every input (pipeline.npz_arrays' keys). Arrays are
-    as the file holds them: they shape the model (input_shapes_from) before they are fitted (fed_inputs). A file
-    that does not fit is a UsageError (exit 2) naming the file and the input."""
+    takes: a .npy for a one-input model (key None), an .npz of every input (pipeline.npz_arrays' keys), a WAV for
+    a model of raw samples (wav_arrays). Arrays are as the file holds them: they shape the model
+    (input_shapes_from) before they are fitted (fed_inputs). A file that does not fit is a UsageError (exit 2)
+    naming the file and the input."""
     import numpy as np
+
+    from edge_sdk.tasks.pipeline import AUDIO_SUFFIXES
+
+    if str(path).lower().endswith(AUDIO_SUFFIXES):
+        return wav_arrays(path, model, name, sample_rate)
 
     from edge_sdk.model.types import numpy_dtype
     from edge_sdk.tasks.pipeline import NPZ_KEYS, npz_arrays
@@ -134,6 +140,37 @@ def read_input_file(path, model, name: str) -> list[tuple[str | None, "object"]]
         return [(None, x)]
     except ModelError as exc:  # a missing / extra key: misuse of the file, exit 2 (the line is the reader's)
         raise UsageError(str(exc)) from None
+
+
+def wav_arrays(path, model, name: str, sample_rate: int | None = None) -> list[tuple[None, "object"]]:
+    """[(None, samples)] of a WAV for a model whose one input is raw samples ([-1], [-1, -1], [1, -1], or such a
+    shape fixed: [N], [1, N]): of any length, the file's length at the model's rate (pipeline.raw_audio_shapes,
+    `edge run`'s rule: the rate from ``sample_rate`` or the manifest, else a UsageError asking for it; a file at
+    another rate refused); of a fixed length N (a model copy already shaped), the file's first N samples, zeros
+    after its end. float32 in [-1, 1) (int16 / 32768; quantized when fed), int16 for an int16 input. Another
+    model: a UsageError naming the file and the input."""
+    import numpy as np
+
+    from edge_sdk.model.types import numpy_dtype
+    from edge_sdk.tasks.pipeline import raw_audio_shapes, read_wav
+
+    sg = model.subgraphs[0]
+    tensor = sg.tensors[sg.inputs[0]] if len(sg.inputs) == 1 else None
+    sig = tuple(int(d) for d in (tensor.shape_signature if tensor is not None and tensor.shape_signature is not None
+                                 else tensor.shape if tensor is not None else ()))
+    if tensor is None or not (len(sig) == 1 or (len(sig) == 2 and (sig[0] == 1 or sig[0] == sig[1] == -1))):
+        said = (f"input '{tensor.name}' [{','.join(map(str, sig))}]" if tensor is not None
+                else f"{len(sg.inputs)} inputs")
+        raise UsageError(f"{path}: a WAV, but {name} takes no raw audio samples ({said}; a WAV feeds [N], [1, N] "
+                         "or a -1 length): give its input as a .npy / .npz")
+    shapes = raw_audio_shapes(model, [str(path)], sample_rate, name) if sig[-1] < 0 else None
+    shape = next(iter(shapes[0].values())) if shapes else sig
+    samples, _ = read_wav(path)
+    n = int(shape[-1])
+    clip = np.zeros(n, np.int16)
+    clip[:min(n, samples.size)] = samples[:n]
+    x = clip if numpy_dtype(tensor.type) == np.int16 and tensor.quantization is None else clip / np.float32(32768.0)
+    return [(None, x.reshape(shape))]
 
 
 def input_shapes_from(path, model, arrays, given=None):
@@ -322,12 +359,15 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
 
 
 def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None = None, backend: str = "auto",
-                  profile_runs: int | None = None, seed: int = 0, input_shapes=None, inputs=None) -> dict:
+                  profile_runs: int | None = None, seed: int = 0, input_shapes=None, inputs=None,
+                  sample_rate: int | None = None) -> dict:
     """Benchmark ``model`` (a path or bytes) in this process; returns the report dict (module docstring).
     ``input_shapes`` (`--input-shape`): benchmarked with its inputs at these shapes (edge_sdk.model.input_shapes;
     a -1 beyond the batch axis without one is a UsageError). ``inputs`` (`--inputs`): a .npy (one input) or an
     .npz of every input (`edge run`'s keys) fed instead of random values; its arrays' shapes fix the dynamic
-    inputs' sizes not given by ``input_shapes``; a file that does not fit is a UsageError naming the input."""
+    inputs' sizes not given by ``input_shapes``; a file that does not fit is a UsageError naming the input. A WAV
+    feeds a model of raw samples (wav_arrays; ``sample_rate``: `--sample-rate`, the rate of one with no manifest
+    entry)."""
     from edge_sdk import __version__
     from edge_sdk.model.input_shapes import shaped_model
 
@@ -351,7 +391,7 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         from edge_sdk.model import read_model
 
         parsed = read_model(content)
-        arrays = read_input_file(inputs, parsed, name)
+        arrays = read_input_file(inputs, parsed, name, sample_rate)
         input_shapes = input_shapes_from(inputs, parsed, arrays, input_shapes)
     content = shaped_model(content, input_shapes)
     if backend == "litert":
@@ -447,7 +487,7 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
           backend: str = "auto", identity: str | None = None, accept_new_host_key: bool = False,
           remote_dir: str | None = None, python: str = "python3", timeout: float = T.BENCH_TIMEOUT,
           connect_timeout: float = T.SSH_CONNECT_TIMEOUT, profile_runs: int | None = None, trace=None, csv=None, plot=None,
-          input_shapes=None, inputs=None) -> dict:
+          input_shapes=None, inputs=None, sample_rate: int | None = None) -> dict:
     """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None;
     ``trace``/``csv``/``plot``: paths on this machine for the per-op Chrome trace, CSV and PNG (write_op_files).
     ``input_shapes`` (`--input-shape`): the model is shaped here (edge_sdk.model.input_shapes) and that copy
@@ -466,7 +506,7 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
     from edge_sdk.tools.run_backend import warn_nan_weights
 
     if inputs is not None and host is not None:  # checked and shaped here; the device gets the file and the shaped copy
-        model, input_shapes = _shaped_by_file(model, inputs, input_shapes)
+        model, input_shapes = _shaped_by_file(model, inputs, input_shapes, sample_rate)
         warn_nan_weights(Path(model).read_bytes(), model)
     elif inputs is not None and host is None:  # the file's shapes fix the dynamic sizes: run_benchmark shapes it
         warn_nan_weights(bytes(model) if isinstance(model, (bytes, bytearray, memoryview)) else
@@ -482,12 +522,12 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
     report = _bench(model, host, runs=runs, warmup=warmup, threads=threads, backend=backend, identity=identity,
                     accept_new_host_key=accept_new_host_key, remote_dir=remote_dir, python=python, timeout=timeout,
                     connect_timeout=connect_timeout, profile_runs=profile_runs, input_shapes=input_shapes if
-                    inputs is not None else None, inputs=inputs)
+                    inputs is not None else None, inputs=inputs, sample_rate=sample_rate)
     write_op_files(report, trace=trace, csv=csv, plot=plot)
     return report
 
 
-def _shaped_by_file(model, inputs, input_shapes) -> tuple[Path, object]:
+def _shaped_by_file(model, inputs, input_shapes, sample_rate=None) -> tuple[Path, object]:
     """`edge bench MODEL --host H --inputs FILE`: the model file shaped by --input-shape and, for the dynamic sizes
     it leaves open, by the file's arrays (as run_benchmark does here), and those shapes. A file that does not fit
     the model is a UsageError naming it, before anything is copied."""
@@ -502,7 +542,8 @@ def _shaped_by_file(model, inputs, input_shapes) -> tuple[Path, object]:
     if not Path(inputs).is_file():
         raise FileNotFoundError(2, "No such file or directory", str(inputs))
     parsed = read_model(path.read_bytes())
-    shapes = input_shapes_from(inputs, parsed, read_input_file(inputs, parsed, str(path)), input_shapes)
+    shapes = input_shapes_from(inputs, parsed, read_input_file(inputs, parsed, str(path), sample_rate),
+                               input_shapes)
     return shaped_model_path(path, shapes), shapes
 
 
@@ -527,10 +568,11 @@ def write_op_files(report: dict, trace=None, csv=None, plot=None) -> None:
 
 
 def _bench(model, host, *, runs, warmup, threads, backend, identity, accept_new_host_key, remote_dir, python,
-           timeout, connect_timeout, profile_runs, input_shapes=None, inputs=None) -> dict:
+           timeout, connect_timeout, profile_runs, input_shapes=None, inputs=None, sample_rate=None) -> dict:
     if host is None:
         return run_benchmark(model, runs=runs, warmup=warmup, threads=threads, backend=backend,
-                             profile_runs=profile_runs, input_shapes=input_shapes, inputs=inputs)
+                             profile_runs=profile_runs, input_shapes=input_shapes, inputs=inputs,
+                             sample_rate=sample_rate)
     from edge_sdk import log
     from edge_sdk.tools.deploy import REMOTE_DIR, parse_json, connection_for, sha256_file
     from edge_sdk.device.ssh import remote_command, require_openssh
