@@ -29,7 +29,8 @@ JSON keys: ``latency_us`` {mean, std, p50, p90, p99, min, max}, ``init_us``, ``f
 edge_sdk.tools.op_report: index, subgraph, op, output_shape, macs, time, time_min, time_max, unit "us", pct,
 cum_pct, macs_per_unit), ``profile_runs``, ``op_profile`` (report_ops.OpProfile.to_dict(): every profiled
 run's time per op, or None), ``ops_note`` (why there are no per-op times, or None), ``arena_bytes``,
-``peak_rss_bytes``, ``inputs`` (the file, or "random (seed N)"), ``input_shapes`` ([{name, shape}] as run),
+``peak_rss_bytes``, ``eval_sized`` (the tensors sized at eval, outside the arena: interpreter.eval_sized_rows at
+the runs' data; [] on the C runtime, None on LiteRT) and ``eval_sized_bytes`` (their sum), ``inputs`` (the file, or "random (seed N)"), ``input_shapes`` ([{name, shape}] as run),
 ``backend`` (the one that ran: "auto" resolves to c or python), ``runtime`` and
 ``runtime_reason`` (which, and why: edge_sdk.tools.run_backend), ``host``, ``model`` {name, sha256, size}, ``python``, ``machine``,
 ``edge_sdk_version``.
@@ -272,6 +273,14 @@ class _Runner:
         size = getattr(self.interp, "arena_size", None)
         return int(size) if isinstance(size, int) else None
 
+    def eval_sized(self) -> list[dict] | None:
+        """The tensors sized at eval, outside the arena (Interpreter.eval_sized_tensors: at the last invoke's
+        data); [] for the C runtime (it plans every byte: it refuses ops sized by the data), None for LiteRT (not
+        known)."""
+        if self.backend == "litert":
+            return None
+        return self.interp.eval_sized_tensors()
+
     def packed_weights_bytes(self) -> int | None:
         """The C runtime's packed weight copies (not in arena_bytes, issue 23 point 5); 0 for the Python
         interpreter (none), None for LiteRT (not known)."""
@@ -424,6 +433,7 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
     samples = [timed() for _ in range(runs)]
 
     peak_rss = _peak_rss_bytes()
+    eval_sized = runner.eval_sized()  # after the timed runs: their sizes (the profiled runs feed the same data)
     n = profile_runs if profile_runs is not None else max(1, min(runs, 20))
     prof, note = _profile_ops(runner, content, n, clock)
     if prof is not None:
@@ -451,6 +461,9 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         # arena_bytes: the same figure under its older name
         "arena_bytes": runner.arena_bytes(), "arena_size": runner.arena_bytes(),
         "packed_weights_bytes": runner.packed_weights_bytes(),
+        # tensors sized at eval (WHERE, UNIQUE, a growing WHILE's, their readers'): outside the arena, measured
+        "eval_sized": eval_sized,
+        "eval_sized_bytes": None if eval_sized is None else sum(r["bytes"] or 0 for r in eval_sized),
         # arena_size in parts (both runtimes: the C one names the host SIMD scratch; LiteRT has none: None)
         "arena_parts": runner.interp.arena_parts() if hasattr(runner.interp, "arena_parts") else None,
         "peak_rss_bytes": peak_rss,
@@ -636,6 +649,7 @@ BACKEND_WORDS = {"python": "Python interpreter", "c": "C runtime", "litert": "Li
 
 def format_bench(report: dict) -> str:
     """The report as text: timings, memory, then the per-op table of edge_sdk.tools.op_report (as `edge profile`)."""
+    from edge_sdk.runtime.interpreter import eval_sized_words
     from edge_sdk.runtime.planner import arena_words
 
     lat = report["latency_us"]
@@ -667,6 +681,9 @@ def format_bench(report: dict) -> str:
         + (f"packed weight copies {report['packed_weights_bytes']} B, " if report.get("packed_weights_bytes") else "")
         + f"peak RSS {size(report.get('peak_rss_bytes'))} (the whole process)",
     ]
+    eval_sized = eval_sized_words(report.get("eval_sized") or [])
+    if eval_sized:
+        lines.append(f"           {eval_sized}")
     parts = report.get("arena_parts") or {}
     if parts.get("fast_path_scratch"):  # why a host figure is far above the board's (issue 23 walk, point 4)
         lines.append(f"           of the arena: fast-path scratch {parts['fast_path_scratch']} B (this host build's "
