@@ -862,7 +862,7 @@ def _cmd_serve(args) -> int:
     serve(args.model, port=args.port, host=args.host, ready=ready, max_batch=args.max_batch,
           max_wait_ms=args.max_wait_ms, instances=args.instances, max_queue=args.max_queue, labels=args.labels,
           task=args.task, detection=detection, num_threads=args.threads, backend=args.backend,
-          input_shapes=_input_shapes(args.input_shape))
+          input_shapes=_input_shapes(args.input_shape), sample_rate=args.sample_rate)
     return 0
 
 
@@ -1127,6 +1127,8 @@ HTTP requests:
       {"image": "<base64 JPEG/PNG>"}         image models: the manifest's pre-processing is applied
       optional: "raw": true (values are the tensor's own integers), "top_k": K
       answer: {"outputs": [...dequantized...], "predictions": [{"label", "score"}] | "detections": [...]}
+  POST /predict  Content-Type: audio/wav   a 16-bit PCM WAV for a model of raw samples ([-1], [1, -1]: its
+      length; [1, N]: N samples) at the model's rate (--sample-rate or the manifest)
   POST /predict  Content-Type: application/octet-stream, X-Shape: 1,96,96,1, X-Dtype: int8
       the tensor's bytes (little-endian, C order); Accept: application/octet-stream for raw output 0
   GET /health    status, inputs, outputs, batching (and why not)
@@ -1426,6 +1428,9 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
     p.add_argument("--task", choices=["classify", "detect"], help="override the manifest / the guess")
     detection_outputs(p)
+    p.add_argument("--sample-rate", type=_positive, metavar="HZ",
+                   help="audio/wav requests: the rate of a model of raw samples with no 'audio' manifest entry "
+                        "(default: the manifest's)")
     p.add_argument("--threads", type=_threads_arg, help="threads of each interpreter instance (default 1)")
     _backend_option(p)
     p.set_defaults(func=_cmd_serve)

@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 
 from edge_sdk.tools import op_report as report_ops
-from edge_sdk.errors import DeviceError, EdgeError, ModelError, UsageError
+from edge_sdk.errors import DataError, DeviceError, EdgeError, ModelError, UsageError
 from edge_sdk import timeouts as T
 from edge_sdk.tools.op_report import OpProfile, OpTiming, format_op_table
 
@@ -164,9 +164,14 @@ def wav_arrays(path, model, name: str, sample_rate: int | None = None) -> list[t
                 else f"{len(sg.inputs)} inputs")
         raise UsageError(f"{path}: a WAV, but {name} takes no raw audio samples ({said}; a WAV feeds [N], [1, N] "
                          "or a -1 length): give its input as a .npy / .npz")
+    try:  # read first: raw_audio_shapes reads it again, known readable
+        samples, _ = read_wav(path)
+    except (RuntimeError, ValueError, EOFError) as exc:  # the wave module's own, on a broken header
+        why = f"{type(exc).__name__} {exc}".strip()
+        raise DataError(f"{path}: cannot read the WAV file (a broken header: {why}); only 16-bit PCM WAV is "
+                        "supported") from None
     shapes = raw_audio_shapes(model, [str(path)], sample_rate, name) if sig[-1] < 0 else None
     shape = next(iter(shapes[0].values())) if shapes else sig
-    samples, _ = read_wav(path)
     n = int(shape[-1])
     clip = np.zeros(n, np.int16)
     clip[:min(n, samples.size)] = samples[:n]
