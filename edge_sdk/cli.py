@@ -765,8 +765,11 @@ def _run_shapes(args) -> list[tuple[object, list[str]]]:
     would (edge_sdk.tools.bench.input_shapes_from, `edge bench --inputs`'s rule); consecutive files of the same
     shapes share one model. A file that cannot be the model's input is a UsageError naming it and the input."""
     given = _input_shapes(args.input_shape)
-    return (_shapes_from_files(args.model, list(args.inputs), given, check_given=True)
-            or _shapes_from_wavs(args, given) or [(given, list(args.inputs))])
+    groups = (_shapes_from_files(args.model, list(args.inputs), given, check_given=True)
+              or _shapes_from_wavs(args, given))
+    # the inputs a file sized: no "ran at its stored size" note for them (_placeholder_note)
+    args.sized_by_files = {name for shapes, _ in groups or [] if isinstance(shapes, dict) for name in shapes}
+    return groups or [(given, list(args.inputs))]
 
 
 def _shapes_from_wavs(args, given) -> list[tuple[object, list[str]]] | None:
@@ -810,7 +813,7 @@ def _shapes_from_files(model_path, files: list[str], given,
         for p in files:
             input_shapes_from(p, model, read_input_file(p, model, model_path), given)
     if not isinstance(given, (dict, type(None))) or not [
-            name for name, _, _ in dynamic_inputs(model) if name not in (given or {})]:
+            name for name in _sized_by_files(model, dynamic_inputs) if name not in (given or {})]:
         return None
     groups: list[tuple[object, list[str]]] = []
     for p in files:
@@ -820,6 +823,16 @@ def _shapes_from_files(model_path, files: list[str], given,
         else:
             groups.append((shapes, [p]))
     return groups
+
+
+def _sized_by_files(model, dynamic_inputs) -> list[str]:
+    """The inputs whose size a .npy / .npz gives `edge run`: the dynamic ones (a -1 beyond the batch axis) and the
+    rank-2 ones with a leading -1 ([-1, C]: frames x features, or a batch; either way the array's rows are what
+    LiteRT would be resized to and run once at)."""
+    from edge_sdk.model.input_shapes import judged_shapes
+
+    return [name for name, _, _ in dynamic_inputs(model)] + [
+        i["name"] for i in judged_shapes(model) if len(i["signature"]) == 2 and i["signature"][0] < 0 <= i["signature"][1]]
 
 
 def _note_nonfinite_inputs(results) -> None:
@@ -1636,7 +1649,10 @@ def _placeholder_note(args, exc) -> str:
         from edge_sdk.model import read_model
         from edge_sdk.model.input_shapes import batch_placeholder_note
 
-        return batch_placeholder_note(read_model(_model_bytes(path)), _input_shapes(getattr(args, "input_shape", None)))
+        given = _input_shapes(getattr(args, "input_shape", None))
+        if given is None or isinstance(given, dict):  # with the inputs a file sized (edge run's _run_shapes)
+            given = {**dict.fromkeys(getattr(args, "sized_by_files", ())), **(given or {})} or None
+        return batch_placeholder_note(read_model(_model_bytes(path)), given)
     except Exception:  # noqa: BLE001 - the note is a courtesy: the error itself is what is reported
         return ""
 
