@@ -25,7 +25,7 @@ from tests.oprunner import T, flex_options, op_model  # noqa: E402
 ANCHORS, CLASSES = 1917, 91
 
 
-def ssd_postprocess_model(regular: bool, crowded: bool, rng) -> bytes:
+def ssd_postprocess_model(regular: bool, crowded: bool, rng, score_threshold: float = 1e-8) -> bytes:
     """Anchors on a 44 x 44 grid, or crowded around 5 points (most candidates suppressed: NMS walks them all)."""
     side = np.linspace(0.05, 0.95, 44)
     yx = np.stack(np.meshgrid(side, side), -1).reshape(-1, 2)[:ANCHORS]
@@ -34,7 +34,7 @@ def ssd_postprocess_model(regular: bool, crowded: bool, rng) -> bytes:
     hw = rng.uniform(0.05, 0.4, (ANCHORS, 2))
     anchors = np.concatenate([yx, hw], axis=1).astype(np.float32)
     opts = dict(max_detections=100, max_classes_per_detection=1, detections_per_class=100,
-                use_regular_nms=regular, nms_score_threshold=1e-8, nms_iou_threshold=0.6, num_classes=CLASSES,
+                use_regular_nms=regular, nms_score_threshold=score_threshold, nms_iou_threshold=0.6, num_classes=CLASSES,
                 y_scale=10.0, x_scale=10.0, h_scale=5.0, w_scale=5.0)
     ins = [T((1, ANCHORS, 4), "FLOAT32"), T((1, ANCHORS, CLASSES + 1), "FLOAT32"),
            T((ANCHORS, 4), "FLOAT32", data=anchors)]
@@ -80,10 +80,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--invokes", type=int, default=5)
     ap.add_argument("--runtimes", default="python,c")
+    ap.add_argument("--score-threshold", type=float, default=1e-8,
+                    help="nms_score_threshold (default 1e-8: every anchor a candidate; SSD exports write 1e-8 or 0.3+)")
     args = ap.parse_args()
     rng = np.random.default_rng(1917)
     for regular, crowded in ((True, False), (False, False), (True, True), (False, True)):
-        model, inputs = ssd_postprocess_model(regular, crowded, rng), ssd_inputs(rng)
+        model, inputs = ssd_postprocess_model(regular, crowded, rng, args.score_threshold), ssd_inputs(rng)
         its = {rt: ready(model, inputs, rt) for rt in ["litert"] + args.runtimes.split(",")}
         theirs = outputs(its["litert"])
         count = int(theirs[3][0])

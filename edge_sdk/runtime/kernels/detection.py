@@ -37,6 +37,7 @@ or an input) at every invoke, as LiteRT reads them (a negative h or w then fails
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -45,6 +46,7 @@ from edge_sdk.runtime.kernels.flexbuffers import FlexBufferError, read_map
 from edge_sdk.runtime.kernels.node import Eval, Node, TensorInfo
 
 _F = np.float32
+_LITTLE_ENDIAN = sys.byteorder == "little"
 DEFAULT_DETECTIONS_PER_CLASS = 100  # LiteRT's kNumDetectionsPerClass
 _REQUIRED_INTS = ("max_detections", "max_classes_per_detection", "num_classes")
 _REQUIRED_FLOATS = ("nms_score_threshold", "nms_iou_threshold", "y_scale", "x_scale", "h_scale", "w_scale")
@@ -95,16 +97,23 @@ def decode_boxes(encodings: np.ndarray, anchors: np.ndarray, scales: tuple[float
     return np.stack([yc - half_h, xc - half_w, yc + half_h, xc + half_w], axis=1)
 
 
-def _overlaps(a: tuple, b: tuple, iou_threshold) -> np.ndarray:
-    """IoU(a, b) > iou_threshold, broadcast over boxes a and b, each (ymin, xmin, ymax, xmax, area) arrays:
-    LiteRT's ComputeIntersectionOverUnion in float32, 0 when either box has no area."""
-    zero = _F(0)
-    h = np.maximum(np.minimum(a[2], b[2]) - np.maximum(a[0], b[0]), zero)
-    w = np.maximum(np.minimum(a[3], b[3]) - np.maximum(a[1], b[1]), zero)
-    inter = h * w
+def _overlaps(a: list, b: list, iou_threshold) -> np.ndarray:
+    """IoU(a, b) > iou_threshold, broadcast over boxes a and b, each [ymin, xmin, ymax, xmax, area] arrays:
+    LiteRT's ComputeIntersectionOverUnion in float32 (the same operations in the same order), 0 when either box
+    has no area: such an area is given here as NaN (nms_classes), which makes the quotient NaN, never above the
+    threshold (> 0), as 0 is not. In place where it can: the arrays are [classes, block, block] large."""
+    inter = np.minimum(a[2], b[2])
+    inter -= np.maximum(a[0], b[0])
+    np.maximum(inter, _F(0), out=inter)  # h
+    w = np.minimum(a[3], b[3])
+    w -= np.maximum(a[1], b[1])
+    np.maximum(w, _F(0), out=w)
+    inter *= w
+    union = np.add(a[4], b[4], out=w)
+    union -= inter
     with np.errstate(divide="ignore", invalid="ignore"):
-        iou = inter / ((a[4] + b[4]) - inter)
-    return (iou > iou_threshold) & (a[4] > zero) & (b[4] > zero)
+        inter /= union
+    return inter > iou_threshold
 
 
 # Candidates of every class are judged in blocks of this many (per class): a block's IoUs against the boxes kept
@@ -126,6 +135,7 @@ def nms_classes(boxes: np.ndarray, scores: np.ndarray, limit: int, score_thresho
     n, c = scores.shape
     order, candidates = _candidates_best_first(scores, score_threshold)
     area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])  # float32
+    area[~(area > 0)] = np.nan  # no area (or NaN): IoU 0 with every box (_overlaps)
     corners = [np.ascontiguousarray(boxes[:, k]) for k in range(4)] + [area]  # ymin, xmin, ymax, xmax, area [N]
     iou_t = _F(iou_threshold)
     kept = np.zeros((c, max(limit, 1)), np.int64)  # per class, the anchors selected, in order
@@ -163,20 +173,29 @@ def _candidates_best_first(scores: np.ndarray, score_threshold: float) -> tuple[
     instead of a stable argsort: the same order, several times faster. Anchors below the threshold (and NaN
     scores) take the largest score key, after every candidate."""
     n = scores.shape[0]
-    is_candidate = (scores >= _F(score_threshold)).T  # [C, N]
-    negated = -(scores.T + _F(0))  # + 0: -0.0 becomes 0.0, equal to it as LiteRT compares
+    columns = np.ascontiguousarray(scores.T)  # [C, N]
+    is_candidate = columns >= _F(score_threshold)
+    negated = np.negative(columns)
+    negated += _F(0)  # -0.0 becomes 0.0, equal to it as LiteRT compares
     bits = negated.view(np.uint32)
-    ordered = np.where(bits >> np.uint32(31) != 0, ~bits, bits | np.uint32(0x80000000))  # unsigned order = float order
+    # unsigned order = float order: a negative float's bits inverted, a positive one's sign bit set
+    ordered = bits ^ ((bits >> np.uint32(31)) * np.uint32(0x7FFFFFFF)) ^ np.uint32(0x80000000)
     ordered[~is_candidate] = np.uint32(0xFFFFFFFF)
-    keys = (ordered.astype(np.uint64) << np.uint64(32)) | np.arange(n, dtype=np.uint64)
+    keys = ordered.astype(np.uint64)
+    keys <<= np.uint64(32)
+    keys |= np.arange(n, dtype=np.uint64)
     keys.sort(axis=1)
-    return (keys & np.uint64(0xFFFFFFFF)).astype(np.int64), np.count_nonzero(is_candidate, axis=1)
+    anchors = keys.view(np.uint32)[:, 0::2] if _LITTLE_ENDIAN else keys & np.uint64(0xFFFFFFFF)  # the low halves
+    return anchors, np.count_nonzero(is_candidate, axis=1)
 
 
 def _walk_block(suppressed: np.ndarray, within: np.ndarray, count: np.ndarray, limit: int) -> np.ndarray:
     """The candidates [L, B] a block selects, walking it in order for all L columns at once: a candidate not
     suppressed while its column holds fewer than ``limit`` is taken and suppresses the later ones it overlaps
-    (within [L, B, B]). suppressed is updated in place; count is not."""
+    (within [L, B, B]). suppressed is updated in place; count is not. A few columns (fast NMS: one) walk one by
+    one over Python integers as bit sets, cheaper there than numpy steps on arrays of a few elements."""
+    if suppressed.shape[0] <= FEW_COLUMNS:
+        return np.stack([_walk_bits(s, w, int(c), limit) for s, w, c in zip(suppressed, within, count)])
     taken = np.zeros_like(suppressed)
     held = count.copy()
     for i in range(suppressed.shape[1]):
@@ -186,6 +205,28 @@ def _walk_block(suppressed: np.ndarray, within: np.ndarray, count: np.ndarray, l
         taken[:, i] = take
         held += take
         suppressed[:, i + 1:] |= take[:, None] & within[:, i, i + 1:]
+    return taken
+
+
+FEW_COLUMNS = 4  # _walk_block: at most this many columns walk one by one (bit sets)
+
+
+def _bits(row: np.ndarray) -> int:
+    """A bool vector as an integer whose bit k is element k."""
+    return int.from_bytes(np.packbits(row, bitorder="little").tobytes(), "little")
+
+
+def _walk_bits(suppressed: np.ndarray, within: np.ndarray, held: int, limit: int) -> np.ndarray:
+    """_walk_block of one column: suppressed [B], within [B, B], ``held`` already kept."""
+    mask = _bits(suppressed)
+    taken = np.zeros(suppressed.shape, bool)
+    for i in range(suppressed.size):
+        if held >= limit:
+            break
+        if not (mask >> i) & 1:
+            taken[i] = True
+            held += 1
+            mask |= _bits(within[i])
     return taken
 
 
@@ -262,7 +303,7 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
         """[N, num_classes] float32 scores, the background column dropped."""
         s = raw.reshape(n, with_background)
         s = s.astype(_F) if cls.type == "FLOAT32" else _dequantized(cls, s)
-        return s[:, label_offset:]
+        return np.ascontiguousarray(s[:, label_offset:])
 
     def decoded(raw: np.ndarray, raw_anchors: np.ndarray) -> np.ndarray:
         e = raw.reshape(n, -1)[:, :4]
