@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_sdk.runtime.kernels.detection import NMS_BLOCK
+from edge_sdk.runtime.kernels.detection import FEW_COLUMNS, NMS_BLOCK
 from tests.oprunner import peer_outputs, run_on
 from tests.test_ops_detection_audio import check_detection, detection_model
 
@@ -18,14 +18,14 @@ def _anchors(n: int, centres: int, rng) -> np.ndarray:
     return np.concatenate([middle, rng.uniform(0.02, 0.2, (n, 2))], axis=1).astype(np.float32)
 
 
-@pytest.mark.parametrize("regular", [True, False])
+@pytest.mark.parametrize("regular,classes", [(True, FEW_COLUMNS), (True, FEW_COLUMNS + 5), (False, 3)])
 @pytest.mark.parametrize("n,centres,per_class,max_det", [
     (3 * NMS_BLOCK + 5, 40, 2 * NMS_BLOCK + 3, 3 * NMS_BLOCK),  # a class keeps more than a block's worth
     (5 * NMS_BLOCK, 3, 20, 40),                                   # crowded: a class walks every block
 ])
-def test_nms_across_blocks_vs_litert(runtime, regular, n, centres, per_class, max_det):
-    rng = np.random.default_rng(n + centres)
-    classes = 4
+def test_nms_across_blocks_vs_litert(runtime, regular, classes, n, centres, per_class, max_det):
+    """Regular NMS with few classes (walked one by one over bit sets) and more (walked together), fast NMS."""
+    rng = np.random.default_rng(n + centres + classes)
     model = detection_model(classes, 1, max_det=max_det, per_anchor=1, regular=regular, per_class=per_class,
                             anchors=_anchors(n, centres, rng), nms_score_threshold=0.05, nms_iou_threshold=0.3)
     feeds = [(rng.standard_normal((1, n, 4)) * 0.3).astype(np.float32),
