@@ -1,7 +1,7 @@
 """edge check and edge bench (text and --json) name the tensors sized at eval: outside the arena, with their bytes
 at the data run (bench: measured, == LiteRT's tensor after its invoke) or "sized at eval" with a bound where the
-kernel knows one (check: WHERE's condition elements x rank x 8 B) and "no bound known" where none is (a growing
-WHILE's loop variable, a node prepared at eval after it). Models built with our writer."""
+kernel knows one (check: WHERE's condition elements x rank x 8 B; a CAST after it as many elements) and "no bound
+known" where none is (a growing WHILE's loop variable). Models built with our writer."""
 
 from __future__ import annotations
 
@@ -46,10 +46,11 @@ def test_where_and_its_reader(tmp_path, shape, density):
     model = where_cast_model(shape)
     elements = int(np.prod(shape))
     rows = check_model(model, "raspberry-pi-4").to_dict()["eval_sized"]
+    # the CAST's bound: as many elements as WHERE's (op family "unary"), 4 bytes each
     assert [(r["name"], r["max_bytes"], r["bytes"]) for r in rows] == [
-        ("coords", elements * len(shape) * 8, None), ("coords32", None, None)]  # the CAST's: no bound known
+        ("coords", elements * len(shape) * 8, None), ("coords32", elements * len(shape) * 4, None)]
     text = format_check(check_model(model, "raspberry-pi-4"))
-    assert "outside the arena" in text and "sized at eval" in text and "no bound known" in text
+    assert "outside the arena" in text and "sized at eval" in text and f"at most {elements * len(shape) * 12} B" in text
     x = np.random.default_rng(elements).random(shape) < density
     np.save(tmp_path / "mask.npy", x)
     report = run_benchmark(model, runs=2, warmup=0, profile_runs=1, backend="python", inputs=tmp_path / "mask.npy")
@@ -67,8 +68,9 @@ def test_a_growing_loop_variable(tmp_path):
     model = write_model(g.build())
     (row,) = check_model(model, "raspberry-pi-4").to_dict()["eval_sized"]
     assert row["writer"].startswith("node 0 (WHILE") and row["max_bytes"] is None
-    result = check_model(model, "raspberry-pi-4").to_dict()
-    assert result["eval_sized_max_bytes"] is None
+    result = check_model(model, "raspberry-pi-4")
+    assert result.to_dict()["eval_sized_max_bytes"] is None
+    assert "sized at eval, no bound known" in format_check(result)
     x = np.array([[1.0, 2.0, 3.0]], np.float32)  # 3 elements, sum 6, doubled 5 times (sum 192): 96 elements
     np.save(tmp_path / "x.npy", x)
     report = run_benchmark(model, runs=2, warmup=0, profile_runs=1, backend="python", inputs=tmp_path / "x.npy")

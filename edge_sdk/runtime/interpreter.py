@@ -735,6 +735,8 @@ class Interpreter:
         declared = [tuple(out.shape) for out in node.outputs]
         for out in node.outputs:
             out.shape, out.sized_at_eval = (0,) * len(out.shape), True  # placeholders: the shapes prepare at eval sets
+        if k == 0 and op_table.row(node.op).family in SAME_ELEMENTS and len(node.outputs) == 1:
+            node.outputs[0].max_elements = info.max_elements  # output 0 has input 0's elements: its bound too
         return PreparedAtEval(node, prepare, declared, self._budget)
 
     def _make_views(self, p: _Prepared, held: set = frozenset()) -> None:
@@ -1305,6 +1307,11 @@ def _sparsity_details(sp) -> dict:
         "block_map": np.array(sp.block_map, np.int32),
         "dim_metadata": dims,
     }
+
+
+# op-table families whose output 0 holds as many elements as input 0 (op_table.OpRow.family): a node of one reading
+# a tensor sized at eval with a known bound (TensorInfo.max_elements) has that bound too
+SAME_ELEMENTS = ("unary", "last_axis", "reshape")
 
 
 def eval_sized_rows(nodes: list[list[Node]], views: list[list] | None = None) -> list[dict]:
