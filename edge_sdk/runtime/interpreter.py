@@ -1352,10 +1352,11 @@ def eval_sized_words(rows: list[dict], limit: int = 4) -> str:
     if not rows:
         return ""
     measured = all(r["bytes"] is not None for r in rows)
-    bound = eval_sized_bound(rows)
+    bounded = [r["max_bytes"] for r in rows if r["max_bytes"] is not None]
+    limit_said = (f", at most {sum(bounded)} B" if len(bounded) == len(rows) else ", no bound known" if not bounded
+                  else f", at most {sum(bounded)} B for the {len(bounded)} with a bound, no bound known for the rest")
     head = (f"outside the arena (not in its figure): {len(rows)} tensor{'s' if len(rows) > 1 else ''} sized at eval"
-            + (f", {sum(r['bytes'] for r in rows)} B at this run's data" if measured else "")
-            + (f", at most {bound} B" if bound is not None else ", no bound known for all"))
+            + (f", {sum(r['bytes'] for r in rows)} B at this run's data" if measured else "") + limit_said)
     said = []
     for r in rows[:limit]:
         size = (f"{r['bytes']} B at [{', '.join(map(str, r['shape']))}]" if r["bytes"] is not None
