@@ -1,10 +1,9 @@
 """edge serve takes a WAV body (Content-Type: audio/wav) for a model of raw samples: each request at its own length
 where the signature says -1 (as `edge run` / `edge bench` take a WAV), the model's outputs == LiteRT reference
-on the clip; the rate from --sample-rate or the manifest; 400s naming what does not fit."""
+on the clip; the rate from --sample-rate or the manifest; 400s naming what does not fit. And a [-1, C] input served
+without batching runs each request at its rows."""
 
 from __future__ import annotations
-
-import io
 
 import numpy as np
 
@@ -65,3 +64,35 @@ def test_serve_wav_refusals(tmp_path):
     with Server(fc_model(), port=0, sample_rate=8000) as srv:  # [1, 4]: a fixed length, 300 samples do not fit
         status, doc, _ = post_wav(srv, clip)
         assert status == 400 and "300 samples" in doc["error"] and "takes 4" in doc["error"], doc
+
+
+def test_serve_runs_a_minus_one_leading_input_at_each_requests_rows():
+    """[-1, C] served without batching: a [T, C] request runs at [T, C] (LiteRT resized to it), a [C] one at [1, C];
+    with --max-batch > 1 the leading axis stays the batch axis."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    from edge_sdk.model import read_model, write_model
+    from tests.test_serve import fc_model
+
+    model = read_model(fc_model())
+    sg = model.subgraphs[0]
+    sg.tensors[sg.inputs[0]].shape_signature, sg.tensors[sg.outputs[0]].shape_signature = (-1, 4), (-1, 3)
+    content = write_model(model)
+    rng = np.random.default_rng(9)
+    with Server(content, port=0) as srv:
+        assert srv.dynamic == {"x": (-1, 4)}
+        for rows in (3, 1, 7):
+            x = rng.standard_normal((rows, 4)).astype(np.float32)
+            status, doc, _ = request(srv, "POST", "/predict", {"inputs": x.tolist()})
+            assert status == 200, doc
+            it = Interpreter(model_content=content, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+            it.resize_tensor_input(0, x.shape, strict=True)
+            it.allocate_tensors()
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+            it.invoke()
+            np.testing.assert_allclose(doc["outputs"][0], it.get_tensor(it.get_output_details()[0]["index"]),
+                                       rtol=1e-6, atol=1e-6)
+        status, doc, _ = request(srv, "POST", "/predict", {"inputs": [1.0, 2.0, 3.0, 4.0]})
+        assert status == 200 and np.shape(doc["outputs"][0]) == (1, 3), doc
+    with Server(content, port=0, max_batch=4) as srv:
+        assert srv.dynamic == {} and srv.max_batch == 4

@@ -36,8 +36,8 @@ is run at that size, padded). A worker keeps one interpreter per batch size it u
 ``max_batch``; a smaller batch is padded up to the next). Models without a usable batch axis run one
 request at a time (``/health`` says ``"batching": false``).
 
-Dynamic shapes: a model with a -1 beyond an input's batch axis, served without ``input_shapes`` (`--input-shape`),
-takes each request at its own shape (any size where the shape signature says -1): a worker resizes an interpreter
+Dynamic shapes: a model with a -1 beyond an input's batch axis (or, with ``max_batch`` 1, a [-1, C] input: its rows),
+served without ``input_shapes`` (`--input-shape`), takes each request at its own shape (any size where the shape signature says -1): a worker resizes an interpreter
 to it (keeping the last SHAPED_INTERPRETERS shapes' interpreters) and runs the request alone (no batching); a shape
 the model cannot run at is a 400 naming it.
 
@@ -110,6 +110,19 @@ class _Item:
         self.error = None
         self.t0 = time.monotonic()
         self.cancelled = False
+
+
+def _sized_per_request(model, max_batch: int) -> dict[str, tuple[int, ...]]:
+    """{name: shape signature} of the inputs each request sizes (a dynamic server, no --input-shape): a -1 beyond
+    the batch axis, and without batching (max_batch 1) a rank-2 input's leading -1 too ([-1, C]: frames x
+    features, or a batch; either way a [T, C] request runs at [T, C], as LiteRT resized to it)."""
+    from edge_sdk.model.input_shapes import dynamic_inputs, judged_shapes
+
+    out = {name: tuple(sig) for name, sig, _ in dynamic_inputs(model)}
+    if max_batch == 1:
+        out.update({i["name"]: tuple(i["signature"]) for i in judged_shapes(model)
+                    if len(i["signature"]) == 2 and i["signature"][0] < 0 <= i["signature"][1]})
+    return out
 
 
 def _model_bytes(model) -> tuple[bytes, str]:
@@ -216,13 +229,12 @@ class Server:
 
         check_labels_file(labels)
         from edge_sdk.model import read_model
-        from edge_sdk.model.input_shapes import dynamic_inputs, shaped_model
+        from edge_sdk.model.input_shapes import shaped_model
 
         self.content, self.name = _model_bytes(model)
         # `--input-shape`: served at these input shapes. Without it, an input with a -1 beyond its batch axis makes
         # a dynamic server: each request runs at its own shape (an interpreter resized to it; _shaped_interpreter)
-        self.dynamic = {} if input_shapes is not None else {
-            name: sig for name, sig, _ in dynamic_inputs(read_model(self.content))}
+        self.dynamic = {} if input_shapes is not None else _sized_per_request(read_model(self.content), max_batch)
         if not self.dynamic:
             self.content = shaped_model(self.content, input_shapes)
         self.input_shapes = input_shapes  # said when a request's shape is not the one the server was given
