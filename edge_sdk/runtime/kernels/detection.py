@@ -151,10 +151,15 @@ def nms_classes(boxes: np.ndarray, scores: np.ndarray, limit: int, score_thresho
         held = int(count[live].max())
         if held:  # overlaps with the boxes kept so far (rows past a class's count are not its boxes)
             k_anchor = kept[live, :held]
-            over = _overlaps([v[:, :, None] for v in box], [v[k_anchor][:, None] for v in corners], iou_t)
-            over &= (np.arange(held)[None, :] < count[live, None])[:, None, :]
-            suppressed |= over.any(axis=2)
-        within = _overlaps([v[:, :, None] for v in box], [v[:, None] for v in box], iou_t)  # [L, B, B]
+            k_box = [v[k_anchor] for v in corners]  # 5 x [L, held]
+            k_valid = np.arange(held)[None, :] < count[live, None]
+            for rows in _row_chunks(live.size, anchor.shape[1] * held):
+                over = _overlaps([v[rows, :, None] for v in box], [v[rows, None] for v in k_box], iou_t)
+                over &= k_valid[rows, None, :]
+                suppressed[rows] |= over.any(axis=2)
+        within = np.empty((live.size, anchor.shape[1], anchor.shape[1]), bool)  # [L, B, B]
+        for rows in _row_chunks(live.size, anchor.shape[1] ** 2):
+            within[rows] = _overlaps([v[rows, :, None] for v in box], [v[rows, None] for v in box], iou_t)
         taken = _walk_block(suppressed, within, count[live], limit)
         rows, cols = np.nonzero(taken)
         slots = (np.cumsum(taken, axis=1) - 1 + count[live, None])[rows, cols]
@@ -163,6 +168,16 @@ def nms_classes(boxes: np.ndarray, scores: np.ndarray, limit: int, score_thresho
         start = stop
         live = live[(count[live] < limit) & (candidates[live] > start)]
     return [kept[k, :count[k]] for k in range(c)]
+
+
+# _overlaps' arrays are computed for this many elements at a time (classes in chunks): its float32 temporaries then
+# stay in the L2 cache (4x faster on a [91, 64, 64] block than all classes at once)
+CHUNK_ELEMENTS = 1 << 16
+
+
+def _row_chunks(rows: int, per_row: int) -> list[slice]:
+    step = max(1, CHUNK_ELEMENTS // max(per_row, 1))
+    return [slice(start, start + step) for start in range(0, rows, step)]
 
 
 def _candidates_best_first(scores: np.ndarray, score_threshold: float) -> tuple[np.ndarray, np.ndarray]:
