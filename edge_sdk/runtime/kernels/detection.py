@@ -147,20 +147,8 @@ def nms_classes(boxes: np.ndarray, scores: np.ndarray, limit: int, score_thresho
         anchor = order[live, start:stop]  # [L, B]
         valid = np.arange(start, stop)[None, :] < candidates[live, None]
         box = [v[anchor] for v in corners]  # 5 x [L, B]
-        suppressed = ~valid
-        held = int(count[live].max())
-        if held:  # overlaps with the boxes kept so far (rows past a class's count are not its boxes)
-            k_anchor = kept[live, :held]
-            k_box = [v[k_anchor] for v in corners]  # 5 x [L, held]
-            k_valid = np.arange(held)[None, :] < count[live, None]
-            for rows in _row_chunks(live.size, anchor.shape[1] * held):
-                over = _overlaps([v[rows, :, None] for v in box], [v[rows, None] for v in k_box], iou_t)
-                over &= k_valid[rows, None, :]
-                suppressed[rows] |= over.any(axis=2)
-        within = np.empty((live.size, anchor.shape[1], anchor.shape[1]), bool)  # [L, B, B]
-        for rows in _row_chunks(live.size, anchor.shape[1] ** 2):
-            within[rows] = _overlaps([v[rows, :, None] for v in box], [v[rows, None] for v in box], iou_t)
-        taken = _walk_block(suppressed, within, count[live], limit)
+        suppressed = ~valid | _overlapping_kept(box, corners, kept[live], count[live], iou_t)
+        taken = _walk_block(suppressed, _overlapping_within(box, iou_t), count[live], limit)
         rows, cols = np.nonzero(taken)
         slots = (np.cumsum(taken, axis=1) - 1 + count[live, None])[rows, cols]
         kept[live[rows], slots] = anchor[rows, cols]
@@ -178,6 +166,32 @@ CHUNK_ELEMENTS = 1 << 16
 def _row_chunks(rows: int, per_row: int) -> list[slice]:
     step = max(1, CHUNK_ELEMENTS // max(per_row, 1))
     return [slice(start, start + step) for start in range(0, rows, step)]
+
+
+def _overlapping_kept(box: list, corners: list, kept: np.ndarray, count: np.ndarray, iou_t) -> np.ndarray:
+    """[L, B]: whether each candidate of a block (box: 5 x [L, B]) overlaps a box its class kept so far (kept
+    [L, >= held] anchors, count [L] of them; corners: ymin, xmin, ymax, xmax, area per anchor)."""
+    n_rows, width = box[0].shape
+    out = np.zeros((n_rows, width), bool)
+    held = int(count.max()) if count.size else 0
+    if not held:
+        return out
+    k_box = [v[kept[:, :held]] for v in corners]  # 5 x [L, held]
+    k_valid = np.arange(held)[None, :] < count[:, None]  # a row past a class's count is no box of it
+    for rows in _row_chunks(n_rows, width * held):
+        over = _overlaps([v[rows, :, None] for v in box], [v[rows, None] for v in k_box], iou_t)
+        over &= k_valid[rows, None, :]
+        out[rows] = over.any(axis=2)
+    return out
+
+
+def _overlapping_within(box: list, iou_t) -> np.ndarray:
+    """[L, B, B]: whether candidates i and j of a block (box: 5 x [L, B]) overlap above the threshold."""
+    n_rows, width = box[0].shape
+    out = np.empty((n_rows, width, width), bool)
+    for rows in _row_chunks(n_rows, width * width):
+        out[rows] = _overlaps([v[rows, :, None] for v in box], [v[rows, None] for v in box], iou_t)
+    return out
 
 
 def _candidates_best_first(scores: np.ndarray, score_threshold: float) -> tuple[np.ndarray, np.ndarray]:
