@@ -232,7 +232,7 @@ FILE_CLAIMS = {  # what the messages call each claim
     "hosts": "a hosts file (UTF-8 text: user@host[:port] per line, or an Ansible INI inventory)",
     "inventory": "an Ansible INI inventory (UTF-8 text)",
     "input": "an image (JPEG/PNG/BMP), a .wav, a .npy array or an .npz of every input",
-    "arrays": "input data (.npy or .npz)",
+    "arrays": "input data (.npy, .npz, or a WAV for a model of raw samples)",
 }
 # First bytes -> what a file is, to say what was given instead (a PNG given as the model).
 _MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"BM", "a BMP image"),
@@ -409,7 +409,7 @@ def _check_file_claim(path: str, label: str, claim: str) -> None:
             _check_evaluation_npz(p, label)
     elif claim == "labelled":  # neither a folder nor a .npz: named now, not after the model ran
         raise _not_a(p, label, claim)
-    elif suffix in (".wav", ".wave") and claim == "input":
+    elif suffix in (".wav", ".wave") and claim in ("input", "arrays"):
         with open(p, "rb") as f:
             head = f.read(12)
         if head[:4] != b"RIFF" or head[8:12] != b"WAVE":
@@ -765,8 +765,11 @@ def _run_shapes(args) -> list[tuple[object, list[str]]]:
     would (edge_sdk.tools.bench.input_shapes_from, `edge bench --inputs`'s rule); consecutive files of the same
     shapes share one model. A file that cannot be the model's input is a UsageError naming it and the input."""
     given = _input_shapes(args.input_shape)
-    return (_shapes_from_files(args.model, list(args.inputs), given, check_given=True)
-            or _shapes_from_wavs(args, given) or [(given, list(args.inputs))])
+    groups = (_shapes_from_files(args.model, list(args.inputs), given, check_given=True)
+              or _shapes_from_wavs(args, given))
+    # the inputs a file sized: no "ran at its stored size" note for them (_placeholder_note)
+    args.sized_by_files = {name for shapes, _ in groups or [] if isinstance(shapes, dict) for name in shapes}
+    return groups or [(given, list(args.inputs))]
 
 
 def _shapes_from_wavs(args, given) -> list[tuple[object, list[str]]] | None:
@@ -810,7 +813,7 @@ def _shapes_from_files(model_path, files: list[str], given,
         for p in files:
             input_shapes_from(p, model, read_input_file(p, model, model_path), given)
     if not isinstance(given, (dict, type(None))) or not [
-            name for name, _, _ in dynamic_inputs(model) if name not in (given or {})]:
+            name for name in _sized_by_files(model, dynamic_inputs) if name not in (given or {})]:
         return None
     groups: list[tuple[object, list[str]]] = []
     for p in files:
@@ -820,6 +823,16 @@ def _shapes_from_files(model_path, files: list[str], given,
         else:
             groups.append((shapes, [p]))
     return groups
+
+
+def _sized_by_files(model, dynamic_inputs) -> list[str]:
+    """The inputs whose size a .npy / .npz gives `edge run`: the dynamic ones (a -1 beyond the batch axis) and the
+    rank-2 ones with a leading -1 ([-1, C]: frames x features, or a batch; either way the array's rows are what
+    LiteRT would be resized to and run once at)."""
+    from edge_sdk.model.input_shapes import judged_shapes
+
+    return [name for name, _, _ in dynamic_inputs(model)] + [
+        i["name"] for i in judged_shapes(model) if len(i["signature"]) == 2 and i["signature"][0] < 0 <= i["signature"][1]]
 
 
 def _note_nonfinite_inputs(results) -> None:
@@ -862,7 +875,7 @@ def _cmd_serve(args) -> int:
     serve(args.model, port=args.port, host=args.host, ready=ready, max_batch=args.max_batch,
           max_wait_ms=args.max_wait_ms, instances=args.instances, max_queue=args.max_queue, labels=args.labels,
           task=args.task, detection=detection, num_threads=args.threads, backend=args.backend,
-          input_shapes=_input_shapes(args.input_shape))
+          input_shapes=_input_shapes(args.input_shape), sample_rate=args.sample_rate)
     return 0
 
 
@@ -961,7 +974,8 @@ def _cmd_bench(args) -> int:
     report = bench(args.model[0], args.host, runs=args.runs, warmup=args.warmup, threads=args.threads,
                    backend=args.backend, identity=args.identity, accept_new_host_key=args.accept_new_host_key,
                    remote_dir=args.remote_dir, profile_runs=args.profile_runs, trace=args.trace, csv=args.csv,
-                   plot=args.plot, input_shapes=_input_shapes(args.input_shape), inputs=args.inputs)
+                   plot=args.plot, input_shapes=_input_shapes(args.input_shape), inputs=args.inputs,
+                   sample_rate=args.sample_rate)
     if args.json:
         _print_json(report)
     else:
@@ -1126,6 +1140,8 @@ HTTP requests:
       {"image": "<base64 JPEG/PNG>"}         image models: the manifest's pre-processing is applied
       optional: "raw": true (values are the tensor's own integers), "top_k": K
       answer: {"outputs": [...dequantized...], "predictions": [{"label", "score"}] | "detections": [...]}
+  POST /predict  Content-Type: audio/wav   a 16-bit PCM WAV for a model of raw samples ([-1], [1, -1]: its
+      length; [1, N]: N samples) at the model's rate (--sample-rate or the manifest)
   POST /predict  Content-Type: application/octet-stream, X-Shape: 1,96,96,1, X-Dtype: int8
       the tensor's bytes (little-endian, C order); Accept: application/octet-stream for raw output 0
   GET /health    status, inputs, outputs, batching (and why not)
@@ -1353,7 +1369,11 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--profile-runs", type=_positive, help="inferences with every op timed (default: runs, at most 20)")
     p.add_argument("--inputs", metavar="DATA",
                    help="input data as edge run takes it: .npy (one input) or .npz of every input keyed by input "
-                        "name or arg_0, arg_1..; its shapes fix dynamic input sizes (default: seeded random)")
+                        "name or arg_0, arg_1..; its shapes fix dynamic input sizes (default: seeded random); a "
+                        "WAV for a model of raw samples ([-1], [1, -1]: the file's length)")
+    p.add_argument("--sample-rate", type=_positive, metavar="HZ",
+                   help="--inputs WAV: the rate of a model of raw samples with no 'audio' manifest entry "
+                        "(default: the manifest's)")
     op_table_outputs(p)
     p.add_argument("--matrix", action="store_true",
                    help="every model x --target x --precision here: each converted once (cached), each cell edge "
@@ -1421,6 +1441,9 @@ output's SNR is low (the report says both); one whose task is not kept is refuse
     p.add_argument("--labels", help="labels file, one per line (default: the model's manifest)")
     p.add_argument("--task", choices=["classify", "detect"], help="override the manifest / the guess")
     detection_outputs(p)
+    p.add_argument("--sample-rate", type=_positive, metavar="HZ",
+                   help="audio/wav requests: the rate of a model of raw samples with no 'audio' manifest entry "
+                        "(default: the manifest's)")
     p.add_argument("--threads", type=_threads_arg, help="threads of each interpreter instance (default 1)")
     _backend_option(p)
     p.set_defaults(func=_cmd_serve)
@@ -1626,7 +1649,10 @@ def _placeholder_note(args, exc) -> str:
         from edge_sdk.model import read_model
         from edge_sdk.model.input_shapes import batch_placeholder_note
 
-        return batch_placeholder_note(read_model(_model_bytes(path)), _input_shapes(getattr(args, "input_shape", None)))
+        given = _input_shapes(getattr(args, "input_shape", None))
+        if given is None or isinstance(given, dict):  # with the inputs a file sized (edge run's _run_shapes)
+            given = {**dict.fromkeys(getattr(args, "sized_by_files", ())), **(given or {})} or None
+        return batch_placeholder_note(read_model(_model_bytes(path)), given)
     except Exception:  # noqa: BLE001 - the note is a courtesy: the error itself is what is reported
         return ""
 

@@ -82,7 +82,8 @@ _NP = {"INT8": np.int8, "INT16": np.int16, "INT32": np.int32, "UINT32": np.uint3
 
 def _cast_input(src, rng):
     if src == "FLOAT32":
-        return np.array([0.0, -0.0, 1.7, -1.7, 2.5, -2.5, 127.9, -128.9, 300.4, -300.4, 40000.6, -40000.6, 1e6, 5e9, -5e9, np.nan],
+        # NaN: tests/test_cast23_nonfinite.py (LiteRT gives the maximum, TFLM 0)
+        return np.array([0.0, -0.0, 1.7, -1.7, 2.5, -2.5, 127.9, -128.9, 300.4, -300.4, 40000.6, -40000.6, 1e6, 5e9, -5e9, np.inf, -np.inf],
                         np.float32)
     if src == "BOOL":
         return np.array([True, False, True, True])

@@ -228,20 +228,33 @@ def test_run_on_a_wav_asks_for_the_rate_or_refuses_another_one(tmp_path):
     assert "stored [1, 1]" not in line  # not the batch-placeholder note: the file is at fault
 
 
-def test_a_minus_one_leading_npy_input_names_the_flag(tmp_path):
-    """[-1, C]: the leading -1 is taken as a batch (input_shapes' convention: a classifier's batch of 5 must not
-    become one 5-frame input); a .npy [5, C] for a model that means frames is not guessed, the error names the
-    flag with the input's own example."""
-    from tests.test_input_shapes import log_mel_like
+@pytest.mark.parametrize("frames", [3, 11])
+def test_a_minus_one_leading_npy_input_takes_its_rows(tmp_path, frames):
+    """[-1, C]: a .npy [T, C] runs at [T, C], as LiteRT resized to it runs it once (frames x features, or a batch:
+    either way the rows are the leading size), no --input-shape needed; scores == softmax of LiteRT's outputs."""
+    import json
+
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     from edge_sdk.model import read_model
+    from tests.test_input_shapes import log_mel_like
 
     model = read_model(log_mel_like((-1, 8)))
     model.subgraphs[0].tensors[model.subgraphs[0].inputs[0]].shape = (1, 8)
     path = tmp_path / "frames.tflite"
     write_model(model, path)
-    np.save(tmp_path / "x.npy", np.ones((5, 8), np.float32))
-    one_line_error(edge("run", path, tmp_path / "x.npy"), 3, "frames.tflite", "input 'x' [-1, 8]",
-                   "--input-shape x:D0,8")
-    p = edge("run", path, tmp_path / "x.npy", "--input-shape", "x:5,8")
+    x = np.random.default_rng(frames).standard_normal((frames, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    p = edge("run", path, tmp_path / "x.npy", "--json", "--top-k", "3")
+    assert p.returncode == 0, p.stderr
+    it = Interpreter(model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    it.resize_tensor_input(0, x.shape, strict=True)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    y = it.get_tensor(it.get_output_details()[0]["index"]).reshape(-1).astype(np.float64)
+    want = np.exp(y - y.max()) / np.exp(y - y.max()).sum()
+    got = json.loads(p.stdout)[0]["predictions"]
+    np.testing.assert_allclose([g["score"] for g in got], np.sort(want)[::-1][:3], atol=1e-5)
+    p = edge("run", path, tmp_path / "x.npy", "--input-shape", f"x:{frames},8")
     assert p.returncode == 0, p.stderr

@@ -247,24 +247,74 @@ def test_a_growing_loop_in_an_if_branch_runs_as_litert(start, n):
     np.testing.assert_array_equal(got[0], _decoded(feeds[2], n))
 
 
-def test_a_growing_loop_in_a_while_body_is_refused_in_one_line():
-    """An outer WHILE whose body returns an inner growing loop's sequence: the outer loop copies its variables at
-    their planned shapes, so it is refused at prepare, naming the body output."""
+def decoder_in_a_while_body(start: int, rounds_to: int, step: int) -> bytes:
+    """An outer WHILE n < rounds_to: (i, n, tokens) = the decoder loop (i up to n: tokens grow), n += step, its body
+    returning the inner loop's grown tokens (sized at eval) -> 'tokens_out' [1, start + final n], then CAST."""
     g = GraphBuilder()
     cond, body = g.subgraph("outer_cond"), g.subgraph("outer_body")
-    cond.input("i", (), "INT32"), cond.input("n", (), "INT32"), cond.input("tokens", (1, 1), "INT32")
-    cond.output(cond.constant("no", np.array(False)))
-    (bi, bn, _), b_tokens = _decoder_loop(body, 1)
-    body.output(bi, bn, b_tokens)
-    ins = [g.input("i", (), "INT32"), g.input("n", (), "INT32"), g.input("tokens", (1, 1), "INT32")]
-    outs = [g.tensor("i_out", (), "INT32"), g.tensor("n_out", (), "INT32"), g.tensor("y", (1, 1), "INT32")]
+    cn = (cond.input("i", (), "INT32"), cond.input("n", (), "INT32"), cond.input("tokens", (1, start), "INT32"))[1]
+    more = cond.tensor("more", (), "BOOL")
+    cond.op("LESS", [cn, cond.constant("rounds_to", np.array(rounds_to, np.int32))], [more])
+    cond.output(more)
+    _, (bi, bn, b_tokens) = decoder_while(body, start)
+    bn_next = body.tensor("n_next", (), "INT32")
+    body.op("ADD", [bn, body.constant("step", np.array(step, np.int32))], [bn_next], fused_activation_function="NONE")
+    body.output(bi, bn_next, b_tokens)
+    ins = [g.input("i", (), "INT32"), g.input("n", (), "INT32"), g.input("tokens", (1, start), "INT32")]
+    outs = [g.tensor("i_out", (), "INT32"), g.tensor("n_out", (), "INT32"), g.tensor("tokens_out", (1, start), "INT32")]
+    floats = g.tensor("floats", (1, start), "FLOAT32")
     g.op("WHILE", ins, outs, cond_subgraph_index=cond.index, body_subgraph_index=body.index)
-    g.output(*outs)
-    interp = Interpreter(model_content=write_model(g.build()))
-    with pytest.raises(UnsupportedOpError) as err:
-        interp.allocate_tensors()
+    g.op("CAST", [outs[2]], [floats])
+    g.output(*outs, floats)
+    return _dynamic(g, {"tokens_out": (1, -1), "floats": (1, -1)})
+
+
+@pytest.mark.parametrize("start, n, rounds_to, step", [(1, 1, 7, 2), (2, 0, 5, 3), (1, 9, 4, 1)])
+def test_a_growing_loop_in_a_while_body_runs_as_litert(start, n, rounds_to, step):
+    """The outer loop's variable grows with the inner loop's sequence (0 to 3 outer rounds, 0 to 10 tokens)."""
+    model, feeds = decoder_in_a_while_body(start, rounds_to, step), _decoder_feeds(start, n)
+    got = run_on("python", model, feeds)
+    _assert_like_litert(got, run_peer(model, feeds, "litert", isolate=True))
+    assert int(got[1]) >= rounds_to or n >= rounds_to
+
+
+@pytest.mark.parametrize("builder", ["while_body", "composite"])
+def test_a_growing_loop_returned_by_a_callee_is_refused_by_the_c_runtime_in_one_line(builder):
+    from tests.conftest import require_c_runtime
+
+    require_c_runtime()
+    model = decoder_in_a_while_body(1, 7, 2) if builder == "while_body" else decoder_in_a_composite(2)
+    with pytest.raises(ModelError) as err:
+        Interpreter(model_content=model, backend="c").allocate_tensors()
     text = str(err.value)
-    assert "\n" not in text and "node 0 (WHILE" in text and "'tokens_out' is sized at eval" in text, text
+    assert "\n" not in text and "WHILE" in text and "changes this loop variable's shape" in text, text
+
+
+def decoder_in_a_composite(start: int) -> bytes:
+    """A STABLEHLO_COMPOSITE whose decomposition is the decoder loop, returning (the counter, the grown tokens) ->
+    'tokens_out' [1, start + n] (sized at eval as the loop's), then CAST -> 'floats'."""
+    from tests.oprunner import flex_options
+
+    g = GraphBuilder()
+    dec = g.subgraph("odml.decode")
+    _, (di, _, d_tokens) = decoder_while(dec, start)
+    dec.output(di, d_tokens)
+    ins = [g.input("i", (), "INT32"), g.input("n", (), "INT32"), g.input("tokens", (1, start), "INT32")]
+    count, tokens = g.tensor("count", (), "INT32"), g.tensor("tokens_out", (1, start), "INT32")
+    floats = g.tensor("floats", (1, start), "FLOAT32")
+    g.op("STABLEHLO_COMPOSITE", ins, [count, tokens], name="odml.decode", decomposition_subgraph_index=dec.index,
+         composite_attributes=flex_options({"vocab": VOCAB}), composite_attributes_format="FLEXBUFFERS", version=1)
+    g.op("CAST", [tokens], [floats])
+    g.output(count, tokens, floats)
+    return _dynamic(g, {"tokens_out": (1, -1), "floats": (1, -1)})
+
+
+@pytest.mark.parametrize("start, n", [(1, 0), (2, 4), (3, 11)])
+def test_a_growing_loop_in_a_composite_runs_as_litert(start, n):
+    model, feeds = decoder_in_a_composite(start), _decoder_feeds(start, n)
+    got = run_on("python", model, feeds)
+    _assert_like_litert(got, run_peer(model, feeds, "litert", isolate=True))
+    np.testing.assert_array_equal(got[1], _decoded(feeds[2], n))
 
 
 def test_readers_of_a_sized_at_eval_tensor_stay_on_the_interpreter_under_a_delegate():

@@ -540,6 +540,11 @@ class CInterpreter(Interpreter, backend="c"):
         Interpreter.standalone (the Python kernels' Runtime service; the C runtime's own WHILE runs in C)."""
         return CInterpreter(model=model, arena_size=self._budget, max_while_iterations=self.max_while_iterations)
 
+    def eval_sized_tensors(self) -> list[dict]:
+        """[], always: the C runtime plans every byte before the first invoke, and refuses at load the ops whose
+        outputs the data sizes (Interpreter.eval_sized_tensors lists the Python interpreter's)."""
+        return []
+
     def trace_sink(self) -> list | None:
         """None, always: the rows list Interpreter.trace_sink gives the Python kernels of a growing WHILE run by
         interpreters of their own; the C runtime refuses such a loop at load and traces its own nodes (trace())."""

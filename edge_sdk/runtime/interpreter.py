@@ -180,6 +180,7 @@ class _Prepared:
         # PADs folded into the conv that reads them: the planner's PadFold records (planner.folded_pads, as
         # buffer_requests planned them) by (subgraph, node) of each PAD, never run
         self.pad_folds: dict[tuple[int, int], _planner.PadFold] = {}
+        self.invoked = False  # an invoke ran to its end: the tensors sized at eval hold that invoke's sizes
 
 
 class Interpreter:
@@ -362,6 +363,13 @@ class Interpreter:
             return None
         return {"tensors": self._p.plan.total, "scratch": 0, "fast_path_scratch": 0, "persistent": 0,
                 "alignment": 0, "init_extra": 0, "packed_weights": 0}
+
+    def eval_sized_tensors(self) -> list[dict]:
+        """The tensors sized at eval, outside the arena and arena_size (eval_sized_rows), their bytes those of the
+        last invoke (None before the first)."""
+        self._require_allocated("eval_sized_tensors")
+        p = self._p
+        return eval_sized_rows(p.nodes, p.views if p.invoked else None)
 
     @property
     def packed_weights_bytes(self) -> int | None:
@@ -727,6 +735,8 @@ class Interpreter:
         declared = [tuple(out.shape) for out in node.outputs]
         for out in node.outputs:
             out.shape, out.sized_at_eval = (0,) * len(out.shape), True  # placeholders: the shapes prepare at eval sets
+        if k == 0 and op_table.row(node.op).family in SAME_ELEMENTS and len(node.outputs) == 1:
+            node.outputs[0].max_elements = info.max_elements  # output 0 has input 0's elements: its bound too
         return PreparedAtEval(node, prepare, declared, self._budget)
 
     def _make_views(self, p: _Prepared, held: set = frozenset()) -> None:
@@ -981,6 +991,7 @@ class Interpreter:
             self._run(0)
         finally:
             _blas.leave(token)
+        self._p.invoked = True
 
     def invoke_profiled(self) -> list[tuple[int, str, float]]:
         """invoke(), timing each step of subgraph 0 (``edge bench``'s per-op profile; invoke() stays untimed):
@@ -1019,6 +1030,7 @@ class Interpreter:
         finally:
             _blas.leave(token)
             _TRACING.reset(traced)
+        p.invoked = True
         return out
 
     def _run(self, s: int, timer=None) -> None:
@@ -1295,6 +1307,64 @@ def _sparsity_details(sp) -> dict:
         "block_map": np.array(sp.block_map, np.int32),
         "dim_metadata": dims,
     }
+
+
+# op-table families whose output 0 holds as many elements as input 0 (op_table.OpRow.family): a node of one reading
+# a tensor sized at eval with a known bound (TensorInfo.max_elements) has that bound too
+SAME_ELEMENTS = ("unary", "last_axis", "reshape")
+
+
+def eval_sized_rows(nodes: list[list[Node]], views: list[list] | None = None) -> list[dict]:
+    """The tensors sized at eval (module docstring, step 2: WHERE's / UNIQUE's outputs, a growing WHILE's loop
+    variables, the outputs of the nodes prepared at eval after them): each an array of its own outside the arena,
+    in neither arena_size nor the arena plan. Per tensor, in node order: {"subgraph", "tensor", "name", "dtype",
+    "writer" ("node N (OP vV)"), "max_bytes": the most it can hold, known at prepare (TensorInfo.max_elements:
+    WHERE, UNIQUE), else None (unknown: a growing loop, a node prepared at eval), "shape" and "bytes": at the last
+    invoke's data (``views``: the interpreter's arrays after an invoke), else None}. ``nodes``: per subgraph, the
+    prepared nodes (Interpreter.prepare_report's or allocate_tensors')."""
+    rows = []
+    for s, subgraph_nodes in enumerate(nodes):
+        for node in subgraph_nodes:
+            for info in node.outputs:
+                if not info.sized_at_eval or info.dtype is None:
+                    continue
+                held = views[s][info.index] if views is not None else None
+                itemsize = np.dtype(info.dtype).itemsize
+                rows.append({"subgraph": s, "tensor": info.index, "name": info.name, "dtype": info.type.lower(),
+                             "writer": node.where(),
+                             "max_bytes": None if info.max_elements is None else info.max_elements * itemsize,
+                             "shape": None if held is None else list(held.shape),
+                             "bytes": None if held is None else int(held.nbytes)})
+    return rows
+
+
+def eval_sized_bound(rows: list[dict]) -> int | None:
+    """The most bytes the tensors sized at eval (eval_sized_rows) can hold together; None when one has no known
+    bound (0 without any)."""
+    bounds = [r["max_bytes"] for r in rows]
+    return None if None in bounds else sum(bounds)
+
+
+def eval_sized_words(rows: list[dict], limit: int = 4) -> str:
+    """The tensors sized at eval (eval_sized_rows) in words, for `edge check` and `edge bench`: outside the arena,
+    each at its size as run (bench: measured) or "sized at eval" (check), with its bound or "no bound known"; ""
+    without any."""
+    if not rows:
+        return ""
+    measured = all(r["bytes"] is not None for r in rows)
+    bounded = [r["max_bytes"] for r in rows if r["max_bytes"] is not None]
+    limit_said = (f", at most {sum(bounded)} B" if len(bounded) == len(rows) else ", no bound known" if not bounded
+                  else f", at most {sum(bounded)} B for the {len(bounded)} with a bound, no bound known for the rest")
+    head = (f"outside the arena (not in its figure): {len(rows)} tensor{'s' if len(rows) > 1 else ''} sized at eval"
+            + (f", {sum(r['bytes'] for r in rows)} B at this run's data" if measured else "") + limit_said)
+    said = []
+    for r in rows[:limit]:
+        size = (f"{r['bytes']} B at [{', '.join(map(str, r['shape']))}]" if r["bytes"] is not None
+                else "sized at eval")
+        said.append(f"'{r['name']}' {r['dtype']} of {r['writer']}: {size}, "
+                    + (f"at most {r['max_bytes']} B" if r["max_bytes"] is not None else "no bound known"))
+    more = f"; {len(rows) - limit} more" if len(rows) > limit else ""
+    return f"{head} ({'; '.join(said)}{more})"
 
 
 class DataSizedOutput:

@@ -127,6 +127,9 @@ class CheckResult:
     # the input shapes it was judged at: [{"name", "shape", "signature", "source"}], source "--input-shape" (given),
     # "stored" (a dynamic signature judged at the stored shape: a leading batch -1) or "static"
     input_shapes: list[dict] = field(default_factory=list)
+    # the interpreter's tensors sized at eval (interpreter.eval_sized_rows: WHERE, UNIQUE, a growing WHILE's, their
+    # readers'): outside the arena and its figure, each with its bound or None (unknown); [] on a C target
+    eval_sized: list[dict] = field(default_factory=list)
 
     def apply_link(self, usage: dict) -> None:
         """Add a real link's result (``edge_sdk.tools.flash.firmware_size``): the firmware's flash (model +
@@ -173,6 +176,8 @@ class CheckResult:
         return arena_words(self.arena_size, self.arena_where())
 
     def to_dict(self) -> dict:
+        from edge_sdk.runtime.interpreter import eval_sized_bound
+
         return {
             "model": self.model_name,
             "target": self.target,
@@ -206,6 +211,8 @@ class CheckResult:
             "fallback_nodes": len(self.fallback_nodes),
             "partitions": [p.to_dict(self.tensor_names) for p in self.partitions],
             "input_shapes": self.input_shapes,
+            "eval_sized": self.eval_sized,
+            "eval_sized_max_bytes": eval_sized_bound(self.eval_sized) if self.eval_sized else 0,
         }
 
 
@@ -671,6 +678,10 @@ def check_model(model_or_path, profile, memory: str | None = None, *, c_runtime:
             result.ram_source = "the interpreter's arena plan (tensors)"
     if result.arena_bytes is not None:
         result.arena_size = result.arena_bytes - result.packed_weights_bytes
+    if not is_c:  # the C runtime refuses ops sized by the data (an error above): the interpreter's alone
+        from edge_sdk.runtime.interpreter import eval_sized_rows
+
+        result.eval_sized = eval_sized_rows(nodes)
     if result.arena_bytes is not None and result.arena_bytes > profile.ram_arena_bytes:
         problems.append({
             "kind": "arena", "severity": "error", "value": result.arena_bytes, "limit": profile.ram_arena_bytes,
@@ -906,6 +917,10 @@ def format_check(result: CheckResult) -> str:
         lines.append(f"         {_ram_parts(r)[2:]}")
     elif arena:
         lines.append(f"         {arena}")
+    if r.eval_sized:
+        from edge_sdk.runtime.interpreter import eval_sized_words
+
+        lines.append(f"         {eval_sized_words(r.eval_sized)}")
     if r.packed_weights_bytes and r.arena_size is not None:
         lines.append(f"         = arena {r.arena_size} B (activations, scratch, persistent state: the figure "
                      f"Interpreter.arena_size gives) + packed weight copies {r.packed_weights_bytes} B (the SIMD "

@@ -29,7 +29,8 @@ JSON keys: ``latency_us`` {mean, std, p50, p90, p99, min, max}, ``init_us``, ``f
 edge_sdk.tools.op_report: index, subgraph, op, output_shape, macs, time, time_min, time_max, unit "us", pct,
 cum_pct, macs_per_unit), ``profile_runs``, ``op_profile`` (report_ops.OpProfile.to_dict(): every profiled
 run's time per op, or None), ``ops_note`` (why there are no per-op times, or None), ``arena_bytes``,
-``peak_rss_bytes``, ``inputs`` (the file, or "random (seed N)"), ``input_shapes`` ([{name, shape}] as run),
+``peak_rss_bytes``, ``eval_sized`` (the tensors sized at eval, outside the arena: interpreter.eval_sized_rows at
+the runs' data; [] on the C runtime, None on LiteRT) and ``eval_sized_bytes`` (their sum), ``inputs`` (the file, or "random (seed N)"), ``input_shapes`` ([{name, shape}] as run),
 ``backend`` (the one that ran: "auto" resolves to c or python), ``runtime`` and
 ``runtime_reason`` (which, and why: edge_sdk.tools.run_backend), ``host``, ``model`` {name, sha256, size}, ``python``, ``machine``,
 ``edge_sdk_version``.
@@ -45,7 +46,7 @@ import time
 from pathlib import Path
 
 from edge_sdk.tools import op_report as report_ops
-from edge_sdk.errors import DeviceError, EdgeError, ModelError, UsageError
+from edge_sdk.errors import DataError, DeviceError, EdgeError, ModelError, UsageError
 from edge_sdk import timeouts as T
 from edge_sdk.tools.op_report import OpProfile, OpTiming, format_op_table
 
@@ -102,12 +103,18 @@ def _random_inputs(details: list[dict], seed: int, required=None) -> list:
     return out
 
 
-def read_input_file(path, model, name: str) -> list[tuple[str | None, "object"]]:
+def read_input_file(path, model, name: str, sample_rate: int | None = None) -> list[tuple[str | None, "object"]]:
     """(key, array) per subgraph-0 input of ``model`` (parsed, not yet shaped) from ``path``, the files `edge run`
-    takes: a .npy for a one-input model (key None), an .npz of every input (pipeline.npz_arrays' keys). Arrays are
-    as the file holds them: they shape the model (input_shapes_from) before they are fitted (fed_inputs). A file
-    that does not fit is a UsageError (exit 2) naming the file and the input."""
+    takes: a .npy for a one-input model (key None), an .npz of every input (pipeline.npz_arrays' keys), a WAV for
+    a model of raw samples (wav_arrays). Arrays are as the file holds them: they shape the model
+    (input_shapes_from) before they are fitted (fed_inputs). A file that does not fit is a UsageError (exit 2)
+    naming the file and the input."""
     import numpy as np
+
+    from edge_sdk.tasks.pipeline import AUDIO_SUFFIXES
+
+    if str(path).lower().endswith(AUDIO_SUFFIXES):
+        return wav_arrays(path, model, name, sample_rate)
 
     from edge_sdk.model.types import numpy_dtype
     from edge_sdk.tasks.pipeline import NPZ_KEYS, npz_arrays
@@ -134,6 +141,42 @@ def read_input_file(path, model, name: str) -> list[tuple[str | None, "object"]]
         return [(None, x)]
     except ModelError as exc:  # a missing / extra key: misuse of the file, exit 2 (the line is the reader's)
         raise UsageError(str(exc)) from None
+
+
+def wav_arrays(path, model, name: str, sample_rate: int | None = None) -> list[tuple[None, "object"]]:
+    """[(None, samples)] of a WAV for a model whose one input is raw samples ([-1], [-1, -1], [1, -1], or such a
+    shape fixed: [N], [1, N]): of any length, the file's length at the model's rate (pipeline.raw_audio_shapes,
+    `edge run`'s rule: the rate from ``sample_rate`` or the manifest, else a UsageError asking for it; a file at
+    another rate refused); of a fixed length N (a model copy already shaped), the file's first N samples, zeros
+    after its end. float32 in [-1, 1) (int16 / 32768; quantized when fed), int16 for an int16 input. Another
+    model: a UsageError naming the file and the input."""
+    import numpy as np
+
+    from edge_sdk.model.types import numpy_dtype
+    from edge_sdk.tasks.pipeline import raw_audio_shapes, read_wav
+
+    sg = model.subgraphs[0]
+    tensor = sg.tensors[sg.inputs[0]] if len(sg.inputs) == 1 else None
+    sig = tuple(int(d) for d in (tensor.shape_signature if tensor is not None and tensor.shape_signature is not None
+                                 else tensor.shape if tensor is not None else ()))
+    if tensor is None or not (len(sig) == 1 or (len(sig) == 2 and (sig[0] == 1 or sig[0] == sig[1] == -1))):
+        said = (f"input '{tensor.name}' [{','.join(map(str, sig))}]" if tensor is not None
+                else f"{len(sg.inputs)} inputs")
+        raise UsageError(f"{path}: a WAV, but {name} takes no raw audio samples ({said}; a WAV feeds [N], [1, N] "
+                         "or a -1 length): give its input as a .npy / .npz")
+    try:  # read first: raw_audio_shapes reads it again, known readable
+        samples, _ = read_wav(path)
+    except (RuntimeError, ValueError, EOFError) as exc:  # the wave module's own, on a broken header
+        why = f"{type(exc).__name__} {exc}".strip()
+        raise DataError(f"{path}: cannot read the WAV file (a broken header: {why}); only 16-bit PCM WAV is "
+                        "supported") from None
+    shapes = raw_audio_shapes(model, [str(path)], sample_rate, name) if sig[-1] < 0 else None
+    shape = next(iter(shapes[0].values())) if shapes else sig
+    n = int(shape[-1])
+    clip = np.zeros(n, np.int16)
+    clip[:min(n, samples.size)] = samples[:n]
+    x = clip if numpy_dtype(tensor.type) == np.int16 and tensor.quantization is None else clip / np.float32(32768.0)
+    return [(None, x.reshape(shape))]
 
 
 def input_shapes_from(path, model, arrays, given=None):
@@ -235,6 +278,14 @@ class _Runner:
         size = getattr(self.interp, "arena_size", None)
         return int(size) if isinstance(size, int) else None
 
+    def eval_sized(self) -> list[dict] | None:
+        """The tensors sized at eval, outside the arena (Interpreter.eval_sized_tensors: at the last invoke's
+        data); [] for the C runtime (it plans every byte: it refuses ops sized by the data), None for LiteRT (not
+        known)."""
+        if self.backend == "litert":
+            return None
+        return self.interp.eval_sized_tensors()
+
     def packed_weights_bytes(self) -> int | None:
         """The C runtime's packed weight copies (not in arena_bytes, issue 23 point 5); 0 for the Python
         interpreter (none), None for LiteRT (not known)."""
@@ -322,12 +373,15 @@ def _profile_ops(runner: _Runner, content: bytes, n: int, clock) -> tuple[OpProf
 
 
 def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None = None, backend: str = "auto",
-                  profile_runs: int | None = None, seed: int = 0, input_shapes=None, inputs=None) -> dict:
+                  profile_runs: int | None = None, seed: int = 0, input_shapes=None, inputs=None,
+                  sample_rate: int | None = None) -> dict:
     """Benchmark ``model`` (a path or bytes) in this process; returns the report dict (module docstring).
     ``input_shapes`` (`--input-shape`): benchmarked with its inputs at these shapes (edge_sdk.model.input_shapes;
     a -1 beyond the batch axis without one is a UsageError). ``inputs`` (`--inputs`): a .npy (one input) or an
     .npz of every input (`edge run`'s keys) fed instead of random values; its arrays' shapes fix the dynamic
-    inputs' sizes not given by ``input_shapes``; a file that does not fit is a UsageError naming the input."""
+    inputs' sizes not given by ``input_shapes``; a file that does not fit is a UsageError naming the input. A WAV
+    feeds a model of raw samples (wav_arrays; ``sample_rate``: `--sample-rate`, the rate of one with no manifest
+    entry)."""
     from edge_sdk import __version__
     from edge_sdk.model.input_shapes import shaped_model
 
@@ -351,7 +405,7 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         from edge_sdk.model import read_model
 
         parsed = read_model(content)
-        arrays = read_input_file(inputs, parsed, name)
+        arrays = read_input_file(inputs, parsed, name, sample_rate)
         input_shapes = input_shapes_from(inputs, parsed, arrays, input_shapes)
     content = shaped_model(content, input_shapes)
     if backend == "litert":
@@ -384,6 +438,7 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
     samples = [timed() for _ in range(runs)]
 
     peak_rss = _peak_rss_bytes()
+    eval_sized = runner.eval_sized()  # after the timed runs: their sizes (the profiled runs feed the same data)
     n = profile_runs if profile_runs is not None else max(1, min(runs, 20))
     prof, note = _profile_ops(runner, content, n, clock)
     if prof is not None:
@@ -411,6 +466,9 @@ def run_benchmark(model, *, runs: int = 50, warmup: int = 5, threads: int | None
         # arena_bytes: the same figure under its older name
         "arena_bytes": runner.arena_bytes(), "arena_size": runner.arena_bytes(),
         "packed_weights_bytes": runner.packed_weights_bytes(),
+        # tensors sized at eval (WHERE, UNIQUE, a growing WHILE's, their readers'): outside the arena, measured
+        "eval_sized": eval_sized,
+        "eval_sized_bytes": None if eval_sized is None else sum(r["bytes"] or 0 for r in eval_sized),
         # arena_size in parts (both runtimes: the C one names the host SIMD scratch; LiteRT has none: None)
         "arena_parts": runner.interp.arena_parts() if hasattr(runner.interp, "arena_parts") else None,
         "peak_rss_bytes": peak_rss,
@@ -447,7 +505,7 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
           backend: str = "auto", identity: str | None = None, accept_new_host_key: bool = False,
           remote_dir: str | None = None, python: str = "python3", timeout: float = T.BENCH_TIMEOUT,
           connect_timeout: float = T.SSH_CONNECT_TIMEOUT, profile_runs: int | None = None, trace=None, csv=None, plot=None,
-          input_shapes=None, inputs=None) -> dict:
+          input_shapes=None, inputs=None, sample_rate: int | None = None) -> dict:
     """Benchmark ``model`` on ``host`` over SSH (see the module docstring), or here when ``host`` is None;
     ``trace``/``csv``/``plot``: paths on this machine for the per-op Chrome trace, CSV and PNG (write_op_files).
     ``input_shapes`` (`--input-shape`): the model is shaped here (edge_sdk.model.input_shapes) and that copy
@@ -466,7 +524,7 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
     from edge_sdk.tools.run_backend import warn_nan_weights
 
     if inputs is not None and host is not None:  # checked and shaped here; the device gets the file and the shaped copy
-        model, input_shapes = _shaped_by_file(model, inputs, input_shapes)
+        model, input_shapes = _shaped_by_file(model, inputs, input_shapes, sample_rate)
         warn_nan_weights(Path(model).read_bytes(), model)
     elif inputs is not None and host is None:  # the file's shapes fix the dynamic sizes: run_benchmark shapes it
         warn_nan_weights(bytes(model) if isinstance(model, (bytes, bytearray, memoryview)) else
@@ -482,12 +540,12 @@ def bench(model, host=None, *, runs: int = 50, warmup: int = 5, threads: int | N
     report = _bench(model, host, runs=runs, warmup=warmup, threads=threads, backend=backend, identity=identity,
                     accept_new_host_key=accept_new_host_key, remote_dir=remote_dir, python=python, timeout=timeout,
                     connect_timeout=connect_timeout, profile_runs=profile_runs, input_shapes=input_shapes if
-                    inputs is not None else None, inputs=inputs)
+                    inputs is not None else None, inputs=inputs, sample_rate=sample_rate)
     write_op_files(report, trace=trace, csv=csv, plot=plot)
     return report
 
 
-def _shaped_by_file(model, inputs, input_shapes) -> tuple[Path, object]:
+def _shaped_by_file(model, inputs, input_shapes, sample_rate=None) -> tuple[Path, object]:
     """`edge bench MODEL --host H --inputs FILE`: the model file shaped by --input-shape and, for the dynamic sizes
     it leaves open, by the file's arrays (as run_benchmark does here), and those shapes. A file that does not fit
     the model is a UsageError naming it, before anything is copied."""
@@ -502,7 +560,8 @@ def _shaped_by_file(model, inputs, input_shapes) -> tuple[Path, object]:
     if not Path(inputs).is_file():
         raise FileNotFoundError(2, "No such file or directory", str(inputs))
     parsed = read_model(path.read_bytes())
-    shapes = input_shapes_from(inputs, parsed, read_input_file(inputs, parsed, str(path)), input_shapes)
+    shapes = input_shapes_from(inputs, parsed, read_input_file(inputs, parsed, str(path), sample_rate),
+                               input_shapes)
     return shaped_model_path(path, shapes), shapes
 
 
@@ -527,10 +586,11 @@ def write_op_files(report: dict, trace=None, csv=None, plot=None) -> None:
 
 
 def _bench(model, host, *, runs, warmup, threads, backend, identity, accept_new_host_key, remote_dir, python,
-           timeout, connect_timeout, profile_runs, input_shapes=None, inputs=None) -> dict:
+           timeout, connect_timeout, profile_runs, input_shapes=None, inputs=None, sample_rate=None) -> dict:
     if host is None:
         return run_benchmark(model, runs=runs, warmup=warmup, threads=threads, backend=backend,
-                             profile_runs=profile_runs, input_shapes=input_shapes, inputs=inputs)
+                             profile_runs=profile_runs, input_shapes=input_shapes, inputs=inputs,
+                             sample_rate=sample_rate)
     from edge_sdk import log
     from edge_sdk.tools.deploy import REMOTE_DIR, parse_json, connection_for, sha256_file
     from edge_sdk.device.ssh import remote_command, require_openssh
@@ -594,6 +654,7 @@ BACKEND_WORDS = {"python": "Python interpreter", "c": "C runtime", "litert": "Li
 
 def format_bench(report: dict) -> str:
     """The report as text: timings, memory, then the per-op table of edge_sdk.tools.op_report (as `edge profile`)."""
+    from edge_sdk.runtime.interpreter import eval_sized_words
     from edge_sdk.runtime.planner import arena_words
 
     lat = report["latency_us"]
@@ -625,6 +686,9 @@ def format_bench(report: dict) -> str:
         + (f"packed weight copies {report['packed_weights_bytes']} B, " if report.get("packed_weights_bytes") else "")
         + f"peak RSS {size(report.get('peak_rss_bytes'))} (the whole process)",
     ]
+    eval_sized = eval_sized_words(report.get("eval_sized") or [])
+    if eval_sized:
+        lines.append(f"           {eval_sized}")
     parts = report.get("arena_parts") or {}
     if parts.get("fast_path_scratch"):  # why a host figure is far above the board's (issue 23 walk, point 4)
         lines.append(f"           of the arena: fast-path scratch {parts['fast_path_scratch']} B (this host build's "

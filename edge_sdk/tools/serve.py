@@ -15,6 +15,10 @@ Endpoints:
     ``"top_k": K`` limits predictions. Answer: ``{"outputs": [nested lists, dequantized], "predictions":
     [{"label", "score"}] | "detections": [...]}`` (predictions/detections when the model is a classifier or
     detector with labels or a manifest).
+  - a WAV (``Content-Type: audio/wav``; one-input models of raw samples: [-1], [-1, -1], [1, -1], or [N] /
+    [1, N]): the body is a 16-bit PCM WAV at the model's rate (``sample_rate``, `--sample-rate`, else the
+    manifest's "audio" entry: another rate is a 400, never resampled); its samples (int16 / 32768, quantized for
+    a quantized input) are the input, at the file's length where the signature says -1 (else exactly N samples).
   - raw tensor (``Content-Type: application/octet-stream``, headers ``X-Shape: 1,96,96,1`` and
     ``X-Dtype: int8``; one-input models): the body is the tensor's bytes, little-endian, C order. The dtype
     is the input's own (passed as is) or float32 (quantized). With ``Accept: application/octet-stream``
@@ -32,8 +36,8 @@ is run at that size, padded). A worker keeps one interpreter per batch size it u
 ``max_batch``; a smaller batch is padded up to the next). Models without a usable batch axis run one
 request at a time (``/health`` says ``"batching": false``).
 
-Dynamic shapes: a model with a -1 beyond an input's batch axis, served without ``input_shapes`` (`--input-shape`),
-takes each request at its own shape (any size where the shape signature says -1): a worker resizes an interpreter
+Dynamic shapes: a model with a -1 beyond an input's batch axis (or, with ``max_batch`` 1, a [-1, C] input: its rows),
+served without ``input_shapes`` (`--input-shape`), takes each request at its own shape (any size where the shape signature says -1): a worker resizes an interpreter
 to it (keeping the last SHAPED_INTERPRETERS shapes' interpreters) and runs the request alone (no batching); a shape
 the model cannot run at is a 400 naming it.
 
@@ -70,6 +74,7 @@ from edge_sdk import timeouts as T
 from edge_sdk.errors import EdgeError, ModelError, UsageError
 
 LATENCY_WINDOW = 4096
+WAV_TYPES = ("audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave")  # a WAV body (Server.parse_wav)
 SHAPED_INTERPRETERS = 8  # a dynamic server's worker keeps interpreters for this many request shapes
 MAX_JSON_DEPTH = 64  # a tensor is at most rank 8 or so; anything deeper is not a request
 
@@ -105,6 +110,19 @@ class _Item:
         self.error = None
         self.t0 = time.monotonic()
         self.cancelled = False
+
+
+def _sized_per_request(model, max_batch: int) -> dict[str, tuple[int, ...]]:
+    """{name: shape signature} of the inputs each request sizes (a dynamic server, no --input-shape): a -1 beyond
+    the batch axis, and without batching (max_batch 1) a rank-2 input's leading -1 too ([-1, C]: frames x
+    features, or a batch; either way a [T, C] request runs at [T, C], as LiteRT resized to it)."""
+    from edge_sdk.model.input_shapes import dynamic_inputs, judged_shapes
+
+    out = {name: tuple(sig) for name, sig, _ in dynamic_inputs(model)}
+    if max_batch == 1:
+        out.update({i["name"]: tuple(i["signature"]) for i in judged_shapes(model)
+                    if len(i["signature"]) == 2 and i["signature"][0] < 0 <= i["signature"][1]})
+    return out
 
 
 def _model_bytes(model) -> tuple[bytes, str]:
@@ -198,7 +216,7 @@ class Server:
                  request_timeout_s: float = T.SERVE_REQUEST_TIMEOUT,
                  socket_timeout_s: float = T.SERVE_SOCKET_TIMEOUT, labels=None, task: str | None = None,
                  detection: dict | None = None, num_threads: int | None = None, backend: str = "auto",
-                 input_shapes=None):
+                 input_shapes=None, sample_rate: int | None = None):
         for name, v, lo in (("max_batch", max_batch, 1), ("instances", instances, 1), ("max_queue", max_queue, 1),
                             ("max_request_bytes", max_request_bytes, 1), ("max_connections", max_connections, 1)):
             if not isinstance(v, (int, np.integer)) or v < lo:
@@ -211,16 +229,20 @@ class Server:
 
         check_labels_file(labels)
         from edge_sdk.model import read_model
-        from edge_sdk.model.input_shapes import dynamic_inputs, shaped_model
+        from edge_sdk.model.input_shapes import shaped_model
 
         self.content, self.name = _model_bytes(model)
         # `--input-shape`: served at these input shapes. Without it, an input with a -1 beyond its batch axis makes
         # a dynamic server: each request runs at its own shape (an interpreter resized to it; _shaped_interpreter)
-        self.dynamic = {} if input_shapes is not None else {
-            name: sig for name, sig, _ in dynamic_inputs(read_model(self.content))}
+        self.dynamic = {} if input_shapes is not None else _sized_per_request(read_model(self.content), max_batch)
         if not self.dynamic:
             self.content = shaped_model(self.content, input_shapes)
         self.input_shapes = input_shapes  # said when a request's shape is not the one the server was given
+        from edge_sdk.model.manifest import read_manifest
+
+        # WAV requests: the rate the model takes (--sample-rate, else the manifest's), None: not known (a 400 says so)
+        self.sample_rate = sample_rate or ((read_manifest(read_model(self.content)) or {}).get("audio") or {}).get(
+            "sample_rate")
         self.host, self.requested_port = host, int(port)
         self.max_wait_s = float(max_wait_ms) / 1000.0
         self.instances = int(instances)
@@ -704,6 +726,44 @@ class Server:
 
         return [to_input(a, dict(d, shape=np.array(want, np.int32)), "raw tensor")]
 
+    def parse_wav(self, body: bytes) -> list[np.ndarray]:
+        """A WAV request's input: the samples of a one-input model of raw samples (module docstring); a 400 naming
+        what does not fit (another kind of model, no rate known, another rate, another length)."""
+        import io
+
+        from edge_sdk.tasks.pipeline import is_quantized, read_wav, to_input
+
+        d = self.request_inputs[0]
+        sig = tuple(int(v) for v in d.get("shape_signature", d["shape"]))
+        if len(self.inputs) != 1 or not (len(sig) == 1 or (len(sig) == 2 and (sig[0] == 1 or sig == (-1, -1)))):
+            raise _Reject(400, f"a WAV body, but {self.name} takes no raw audio samples (input '{d['name']}' "
+                               f"{list(sig)}; a WAV feeds [N], [1, N] or a -1 length): send 'inputs'")
+        try:
+            samples, rate = read_wav(io.BytesIO(body))
+        except ModelError as exc:
+            raise _Reject(400, f"the WAV body: {str(exc).split(': ', 1)[-1]}") from None
+        except (RuntimeError, ValueError, EOFError) as exc:  # the wave module's own, on a broken header
+            why = f"{type(exc).__name__} {exc}".strip()
+            raise _Reject(400, f"the WAV body: cannot read it (a broken header: {why}); only 16-bit PCM WAV is "
+                               "supported") from None
+        if not self.sample_rate:
+            raise _Reject(400, f"{self.name} does not say its sample rate (no 'audio' manifest entry): start the "
+                               "server with --sample-rate HZ to take WAV bodies")
+        if rate != self.sample_rate:
+            raise _Reject(400, f"the WAV body is {rate} Hz audio but {self.name} takes {self.sample_rate} Hz; resample "
+                               "it first (edge-sdk does not resample)")
+        want = self._wanted_shape(d, (samples.size,), "the WAV body") if self.dynamic else tuple(
+            int(v) for v in d["shape"])
+        if want[-1] != samples.size:
+            raise _Reject(400, f"the WAV body has {samples.size} samples; input '{d['name']}' {list(want)} takes "
+                               f"{want[-1]}")
+        x = samples if np.dtype(d["dtype"]) == np.int16 and not is_quantized(d) else \
+            samples / np.float32(32768.0)
+        try:
+            return [to_input(x.reshape(want), dict(d, shape=np.array(want, np.int32)), "the WAV body")]
+        except ModelError as exc:
+            raise _Reject(400, str(exc)) from None
+
     def answer(self, outs: list[np.ndarray], opts: dict) -> dict:
         from edge_sdk.tasks import pipeline as pl
 
@@ -857,11 +917,14 @@ def _make_handler(server: Server):
             if ctype == "application/json":
                 inputs, opts = server.parse_json(body)
                 raw_out = False
+            elif ctype in WAV_TYPES:
+                inputs, opts, raw_out = server.parse_wav(body), {"top_k": 5, "meta": None}, False
             elif ctype == "application/octet-stream":
                 inputs, opts = server.parse_raw(body, self.headers), {"top_k": 5, "meta": None}
                 raw_out = "application/octet-stream" in (self.headers.get("Accept") or "")
             else:
-                raise _Reject(415, f"Content-Type {ctype} not accepted: application/json or application/octet-stream")
+                raise _Reject(415, f"Content-Type {ctype} not accepted: application/json, application/octet-stream "
+                                   "or audio/wav")
             try:
                 item = server.submit(inputs)
             finally:

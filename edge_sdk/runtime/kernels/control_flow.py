@@ -24,8 +24,8 @@ shapes (a branch input, a loop variable), the same output shapes in both branche
 are refused at prepare. A WHILE whose body changes a loop variable's shape (a sequence grown by CONCATENATION each
 iteration, as greedy decoders write) runs as LiteRT runs it, with dynamic shapes (_reshaping_loop): cond and body
 prepared again at each iteration's shapes, the growing outputs sized at eval (the nodes reading them prepared at
-eval: interpreter.PreparedAtEval; in an IF branch, the IF's output sized at eval too; a WHILE body or composite
-returning one is refused); the C runtime, which plans every byte before the first
+eval: interpreter.PreparedAtEval; returned by an IF branch or a composite's decomposition, the node's output is
+sized at eval too; returned by a WHILE body, that loop variable grows in the outer loop as well); the C runtime, which plans every byte before the first
 invoke, refuses it at load naming the loop variable.
 """
 
@@ -139,28 +139,32 @@ def prepare_if(node: Node):
         if else_outs[k].type != then_outs[k].type:
             raise node.error(f"{else_what} output {k} has type {else_outs[k].type}, {then_what} output {k} has "
                              f"{then_outs[k].type}")
-        node.set_output_shape(k, (0,) * len(then_outs[k].shape))
-        node.outputs[k].sized_at_eval = True
+    _sized_at_eval_like(node, sized)
     runtime = node.runtime
 
     def run(inputs, outputs):
         branch = then_index if inputs[0].reshape(-1)[0] else else_index
-        for k, (o, r) in enumerate(zip(outputs, runtime.invoke_subgraph(branch, inputs[1:]))):
-            if k in sized:
-                o.resize(r.shape)[...] = r
-            else:
-                o[...] = r
+        _copy_results(outputs, runtime.invoke_subgraph(branch, inputs[1:]), sized)
 
     return run
 
 
-def _expect_static_outputs(node: Node, what: str, outs: list[TensorInfo]) -> None:
-    """A WHILE's / composite's callee outputs have static shapes: one sized at eval (a growing WHILE inside it) is
-    refused, naming it (only an IF passes such an output on)."""
-    for k, t in enumerate(outs):
-        if t.sized_at_eval:
-            raise node.unsupported(f"{what} output {k} '{t.name}' is sized at eval (a loop variable growing in a WHILE "
-                                   f"inside it): this interpreter passes such a tensor on through an IF only")
+def _sized_at_eval_like(node: Node, sized) -> None:
+    """The node's outputs ``sized`` (indices) take a callee output sized at eval (a growing WHILE's inside it): they
+    are sized at eval too (an empty placeholder: the interpreter's DataSizedOutput, resized to the callee's result;
+    their readers prepared at eval)."""
+    for k in sized:
+        node.set_output_shape(k, (0,) * len(node.outputs[k].shape))
+        node.outputs[k].sized_at_eval = True
+
+
+def _copy_results(outputs, results, sized) -> None:
+    """A callee's results into the node's outputs; those sized at eval (DataSizedOutput) resized to them first."""
+    for k, (o, r) in enumerate(zip(outputs, results)):
+        if k in sized:
+            o.resize(r.shape)[...] = r
+        else:
+            o[...] = r
 
 
 def _outputs_from(node: Node, callee_outs, whose: str) -> None:
@@ -185,7 +189,6 @@ def prepare_while(node: Node):
     _expect_bool_scalar(node, cond_outs[0], f"{cond_what} output")
     _expect_counts(node, body_what, body_ins, n, "input")
     _expect_counts(node, body_what, body_outs, n, "output")
-    _expect_static_outputs(node, body_what, body_outs)
     growing = _growing_variables(node, variables, body_outs)
     for k, v in enumerate(variables):
         like = f"loop variable {k}"
@@ -219,11 +222,12 @@ def prepare_while(node: Node):
 
 def _growing_variables(node: Node, variables: list[TensorInfo], body_outs: list[TensorInfo]) -> list[int]:
     """The loop variables whose shape the body changes (its output k, prepared at the variables' shapes, has
-    another shape than variable k, the same type: a CONCATENATION growing a sequence, as greedy decoders write).
-    LiteRT marks such a WHILE's outputs dynamic and re-prepares cond and body at each iteration's shapes; so does
-    this interpreter (_reshaping_loop)."""
+    another shape than variable k, the same type: a CONCATENATION growing a sequence, as greedy decoders write), or
+    may change (its output k is sized at eval: an inner growing WHILE's, returned by the body). LiteRT marks such a
+    WHILE's outputs dynamic and re-prepares cond and body at each iteration's shapes; so does this interpreter
+    (_reshaping_loop)."""
     return [k for k, (v, b) in enumerate(zip(variables, body_outs))
-            if b.type == v.type and tuple(b.shape) != tuple(v.shape)]
+            if b.type == v.type and (b.sized_at_eval or tuple(b.shape) != tuple(v.shape))]
 
 
 def _reshaping_loop(node: Node, cond_index: int, body_index: int, growing: list[int]):
@@ -332,14 +336,14 @@ def prepare_stablehlo_composite(node: Node):
     (index, what, ins, outs), = _callees(node)  # the decomposition
     _expect_counts(node, what, ins, len(node.inputs), "input")
     _expect_counts(node, what, outs, len(node.outputs), "output")
-    _expect_static_outputs(node, what, outs)
     for k, (x, d) in enumerate(zip(node.inputs, ins)):
         _expect_like(node, f"{what} input {k}", d, node.input(k), f"node input {k}")
     _outputs_from(node, outs, what)
+    sized = {k for k, d in enumerate(outs) if d.sized_at_eval}  # a growing WHILE's inside the decomposition
+    _sized_at_eval_like(node, sized)
     runtime = node.runtime
 
     def run(inputs, outputs):
-        for o, r in zip(outputs, runtime.invoke_subgraph(index, inputs)):
-            o[...] = r
+        _copy_results(outputs, runtime.invoke_subgraph(index, inputs), sized)
 
     return run

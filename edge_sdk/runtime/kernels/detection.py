@@ -37,6 +37,7 @@ or an input) at every invoke, as LiteRT reads them (a negative h or w then fails
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
@@ -45,6 +46,7 @@ from edge_sdk.runtime.kernels.flexbuffers import FlexBufferError, read_map
 from edge_sdk.runtime.kernels.node import Eval, Node, TensorInfo
 
 _F = np.float32
+_LITTLE_ENDIAN = sys.byteorder == "little"
 DEFAULT_DETECTIONS_PER_CLASS = 100  # LiteRT's kNumDetectionsPerClass
 _REQUIRED_INTS = ("max_detections", "max_classes_per_detection", "num_classes")
 _REQUIRED_FLOATS = ("nms_score_threshold", "nms_iou_threshold", "y_scale", "x_scale", "h_scale", "w_scale")
@@ -82,48 +84,179 @@ def _dequantized(t: TensorInfo, q: np.ndarray) -> np.ndarray:
 
 def decode_boxes(encodings: np.ndarray, anchors: np.ndarray, scales: tuple[float, float, float, float]) -> np.ndarray:
     """Corner boxes [N, 4] float32 (ymin, xmin, ymax, xmax) from center-size encodings [N, >= 4] and anchors
-    [N, 4] (float32 each), in double as LiteRT: one libm exp per value (math.exp, glibc's as LiteRT's std::exp)."""
+    [N, 4] (float32 each), in double as LiteRT: one libm exp per value (math.exp, glibc's as LiteRT's std::exp;
+    numpy's own exp may differ in the last bit), the rest elementwise in float64 as one scalar expression would."""
     ys, xs, hs, ws = (float(_F(v)) for v in scales)
-    out = np.empty((encodings.shape[0], 4), _F)
-    for i, (e, a) in enumerate(zip(encodings.tolist(), anchors.tolist())):
-        ay, ax, ah, aw = a
-        yc = _F(e[0] / ys * ah + ay)
-        xc = _F(e[1] / xs * aw + ax)
-        half_h = _F(0.5 * math.exp(e[2] / hs) * ah)
-        half_w = _F(0.5 * math.exp(e[3] / ws) * aw)
-        out[i] = (yc - half_h, xc - half_w, yc + half_h, xc + half_w)
+    e, a = encodings[:, :4].astype(np.float64), anchors.astype(np.float64)
+    exp_h = np.array([math.exp(v) for v in (e[:, 2] / hs).tolist()], np.float64)
+    exp_w = np.array([math.exp(v) for v in (e[:, 3] / ws).tolist()], np.float64)
+    yc = (e[:, 0] / ys * a[:, 2] + a[:, 0]).astype(_F)
+    xc = (e[:, 1] / xs * a[:, 3] + a[:, 1]).astype(_F)
+    half_h = (0.5 * exp_h * a[:, 2]).astype(_F)
+    half_w = (0.5 * exp_w * a[:, 3]).astype(_F)
+    return np.stack([yc - half_h, xc - half_w, yc + half_h, xc + half_w], axis=1)
+
+
+def _overlaps(a: list, b: list, iou_threshold) -> np.ndarray:
+    """IoU(a, b) > iou_threshold, broadcast over boxes a and b, each [ymin, xmin, ymax, xmax, area] arrays:
+    LiteRT's ComputeIntersectionOverUnion in float32 (the same operations in the same order), 0 when either box
+    has no area: such an area is given here as NaN (nms_classes), which makes the quotient NaN, never above the
+    threshold (> 0), as 0 is not. In place where it can: the arrays are [classes, block, block] large."""
+    inter = np.minimum(a[2], b[2])
+    inter -= np.maximum(a[0], b[0])
+    np.maximum(inter, _F(0), out=inter)  # h
+    w = np.minimum(a[3], b[3])
+    w -= np.maximum(a[1], b[1])
+    np.maximum(w, _F(0), out=w)
+    inter *= w
+    union = np.add(a[4], b[4], out=w)
+    union -= inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inter /= union
+    return inter > iou_threshold
+
+
+# Candidates of every class are judged in blocks of this many (per class): a block's IoUs against the boxes kept
+# so far and among themselves are numpy arrays [classes, block, kept + block]; a smaller block wastes fewer IoUs
+# past the candidate that fills a class, a larger one has fewer Python steps.
+NMS_BLOCK = 64
+
+
+def nms_classes(boxes: np.ndarray, scores: np.ndarray, limit: int, score_threshold: float,
+                iou_threshold: float) -> list[np.ndarray]:
+    """LiteRT's single-class NMS (see the module docstring) of every score column of scores [N, C] at once: per
+    class, the anchor indices it selects, best first (at most ``limit``).
+
+    A candidate is selected iff fewer than ``limit`` are selected before it and no box selected before it
+    overlaps it above the threshold (LiteRT's sort-then-deactivate, in the order it visits candidates). The
+    columns advance together through their sorted candidates, a block at a time: a block's overlaps with the
+    boxes kept so far and among themselves are computed at once; only the walk along the block, which decides
+    what each kept candidate suppresses after it, is a Python loop (over the block, for all columns at once)."""
+    n, c = scores.shape
+    order, candidates = _candidates_best_first(scores, score_threshold)
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])  # float32
+    area[~(area > 0)] = np.nan  # no area (or NaN): IoU 0 with every box (_overlaps)
+    corners = [np.ascontiguousarray(boxes[:, k]) for k in range(4)] + [area]  # ymin, xmin, ymax, xmax, area [N]
+    iou_t = _F(iou_threshold)
+    kept = np.zeros((c, max(limit, 1)), np.int64)  # per class, the anchors selected, in order
+    count = np.zeros(c, np.int64)
+    live = np.flatnonzero((candidates > 0) & (limit > 0))
+    start = 0
+    while live.size:
+        stop = min(start + NMS_BLOCK, n)
+        anchor = order[live, start:stop]  # [L, B]
+        valid = np.arange(start, stop)[None, :] < candidates[live, None]
+        box = [v[anchor] for v in corners]  # 5 x [L, B]
+        suppressed = ~valid | _overlapping_kept(box, corners, kept[live], count[live], iou_t)
+        taken = _walk_block(suppressed, _overlapping_within(box, iou_t), count[live], limit)
+        rows, cols = np.nonzero(taken)
+        slots = (np.cumsum(taken, axis=1) - 1 + count[live, None])[rows, cols]
+        kept[live[rows], slots] = anchor[rows, cols]
+        count[live] += taken.sum(axis=1)
+        start = stop
+        live = live[(count[live] < limit) & (candidates[live] > start)]
+    return [kept[k, :count[k]] for k in range(c)]
+
+
+# _overlaps' arrays are computed for this many elements at a time (classes in chunks): its float32 temporaries then
+# stay in the L2 cache (4x faster on a [91, 64, 64] block than all classes at once)
+CHUNK_ELEMENTS = 1 << 16
+
+
+def _row_chunks(rows: int, per_row: int) -> list[slice]:
+    step = max(1, CHUNK_ELEMENTS // max(per_row, 1))
+    return [slice(start, start + step) for start in range(0, rows, step)]
+
+
+def _overlapping_kept(box: list, corners: list, kept: np.ndarray, count: np.ndarray, iou_t) -> np.ndarray:
+    """[L, B]: whether each candidate of a block (box: 5 x [L, B]) overlaps a box its class kept so far (kept
+    [L, >= held] anchors, count [L] of them; corners: ymin, xmin, ymax, xmax, area per anchor)."""
+    n_rows, width = box[0].shape
+    out = np.zeros((n_rows, width), bool)
+    held = int(count.max()) if count.size else 0
+    if not held:
+        return out
+    k_box = [v[kept[:, :held]] for v in corners]  # 5 x [L, held]
+    k_valid = np.arange(held)[None, :] < count[:, None]  # a row past a class's count is no box of it
+    for rows in _row_chunks(n_rows, width * held):
+        over = _overlaps([v[rows, :, None] for v in box], [v[rows, None] for v in k_box], iou_t)
+        over &= k_valid[rows, None, :]
+        out[rows] = over.any(axis=2)
     return out
 
 
-def nms_one_class(boxes: np.ndarray, scores: np.ndarray, max_detections: int, score_threshold: float,
-                  iou_threshold: float) -> list[int]:
-    """Anchor indices LiteRT's single-class NMS selects, best first (see the module docstring)."""
-    keep = np.flatnonzero(scores >= _F(score_threshold))
-    order = keep[np.argsort(-scores[keep], kind="stable")]  # descending; ties in anchor order
-    ymin, xmin, ymax, xmax = (boxes[order, k] for k in range(4))
-    area = (ymax - ymin) * (xmax - xmin)  # float32
-    active = np.ones(order.size, bool)
-    selected: list[int] = []
-    limit = min(order.size, max_detections)
-    iou_t, zero = _F(iou_threshold), _F(0)
-    for i in range(order.size):
-        if len(selected) >= limit:
-            break
-        if not active[i]:
+def _overlapping_within(box: list, iou_t) -> np.ndarray:
+    """[L, B, B]: whether candidates i and j of a block (box: 5 x [L, B]) overlap above the threshold."""
+    n_rows, width = box[0].shape
+    out = np.empty((n_rows, width, width), bool)
+    for rows in _row_chunks(n_rows, width * width):
+        out[rows] = _overlaps([v[rows, :, None] for v in box], [v[rows, None] for v in box], iou_t)
+    return out
+
+
+def _candidates_best_first(scores: np.ndarray, score_threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of scores [N, C]: the anchors by descending score, ties in anchor order, those with a score >=
+    the threshold first (order [C, N]), and how many those are (candidates [C]).
+
+    One sort of unique uint64 keys (the score's bits made to order as the float does, above the anchor index)
+    instead of a stable argsort: the same order, several times faster. Anchors below the threshold (and NaN
+    scores) take the largest score key, after every candidate."""
+    n = scores.shape[0]
+    columns = np.ascontiguousarray(scores.T)  # [C, N]
+    is_candidate = columns >= _F(score_threshold)
+    negated = np.negative(columns)
+    negated += _F(0)  # -0.0 becomes 0.0, equal to it as LiteRT compares
+    bits = negated.view(np.uint32)
+    # unsigned order = float order: a negative float's bits inverted, a positive one's sign bit set
+    ordered = bits ^ ((bits >> np.uint32(31)) * np.uint32(0x7FFFFFFF)) ^ np.uint32(0x80000000)
+    ordered[~is_candidate] = np.uint32(0xFFFFFFFF)
+    keys = ordered.astype(np.uint64)
+    keys <<= np.uint64(32)
+    keys |= np.arange(n, dtype=np.uint64)
+    keys.sort(axis=1)
+    anchors = keys.view(np.uint32)[:, 0::2] if _LITTLE_ENDIAN else keys & np.uint64(0xFFFFFFFF)  # the low halves
+    return anchors, np.count_nonzero(is_candidate, axis=1)
+
+
+def _walk_block(suppressed: np.ndarray, within: np.ndarray, count: np.ndarray, limit: int) -> np.ndarray:
+    """The candidates [L, B] a block selects, walking it in order for all L columns at once: a candidate not
+    suppressed while its column holds fewer than ``limit`` is taken and suppresses the later ones it overlaps
+    (within [L, B, B]). suppressed is updated in place; count is not. A few columns (fast NMS: one) walk one by
+    one over Python integers as bit sets, cheaper there than numpy steps on arrays of a few elements."""
+    if suppressed.shape[0] <= FEW_COLUMNS:
+        return np.stack([_walk_bits(s, w, int(c), limit) for s, w, c in zip(suppressed, within, count)])
+    taken = np.zeros_like(suppressed)
+    held = count.copy()
+    for i in range(suppressed.shape[1]):
+        take = ~suppressed[:, i] & (held < limit)
+        if not take.any():
             continue
-        selected.append(int(order[i]))
-        active[i] = False
-        rest = np.flatnonzero(active[i + 1:]) + i + 1
-        if rest.size == 0:
+        taken[:, i] = take
+        held += take
+        suppressed[:, i + 1:] |= take[:, None] & within[:, i, i + 1:]
+    return taken
+
+
+FEW_COLUMNS = 4  # _walk_block: at most this many columns walk one by one (bit sets)
+
+
+def _bits(row: np.ndarray) -> int:
+    """A bool vector as an integer whose bit k is element k."""
+    return int.from_bytes(np.packbits(row, bitorder="little").tobytes(), "little")
+
+
+def _walk_bits(suppressed: np.ndarray, within: np.ndarray, held: int, limit: int) -> np.ndarray:
+    """_walk_block of one column: suppressed [B], within [B, B], ``held`` already kept."""
+    mask = _bits(suppressed)
+    taken = np.zeros(suppressed.shape, bool)
+    for i in range(suppressed.size):
+        if held >= limit:
             break
-        h = np.maximum(np.minimum(ymax[i], ymax[rest]) - np.maximum(ymin[i], ymin[rest]), zero)
-        w = np.maximum(np.minimum(xmax[i], xmax[rest]) - np.maximum(xmin[i], xmin[rest]), zero)
-        inter = h * w
-        with np.errstate(divide="ignore", invalid="ignore"):
-            iou = inter / ((area[i] + area[rest]) - inter)
-        iou = np.where((area[i] <= 0) | (area[rest] <= 0), zero, iou)
-        active[rest[iou > iou_t]] = False
-    return selected
+        if not (mask >> i) & 1:
+            taken[i] = True
+            held += 1
+            mask |= _bits(within[i])
+    return taken
 
 
 def prepare_tflite_detection_postprocess(node: Node) -> Eval:
@@ -199,7 +332,7 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
         """[N, num_classes] float32 scores, the background column dropped."""
         s = raw.reshape(n, with_background)
         s = s.astype(_F) if cls.type == "FLOAT32" else _dequantized(cls, s)
-        return s[:, label_offset:]
+        return np.ascontiguousarray(s[:, label_offset:])
 
     def decoded(raw: np.ndarray, raw_anchors: np.ndarray) -> np.ndarray:
         e = raw.reshape(n, -1)[:, :4]
@@ -208,9 +341,12 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
 
     def run_fast(inputs, outputs):
         boxes, scores = decoded(inputs[0], inputs[2]), scores_of(inputs[1])
-        ranked = np.argsort(-scores, axis=1, kind="stable")[:, :categories]  # ties: the lower class first
+        if categories == 1 and not np.isnan(scores).any():  # the best class: the first of equal ones, as below
+            ranked = np.argmax(scores, axis=1)[:, None]
+        else:
+            ranked = np.argsort(-scores, axis=1, kind="stable")[:, :categories]  # ties: the lower class first
         best = np.take_along_axis(scores, ranked[:, :1], axis=1)[:, 0]
-        selected = nms_one_class(boxes, best, max_det, score_t, iou_t)
+        selected = nms_classes(boxes, best[:, None], max_det, score_t, iou_t)[0]
         out_boxes, out_classes, out_scores = (o.reshape(-1, *o.shape[2:]) for o in outputs[:3])
         for o in outputs:
             o[...] = 0
@@ -223,23 +359,19 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
 
     def run_regular(inputs, outputs):
         boxes, scores = decoded(inputs[0], inputs[2]), scores_of(inputs[1])
-        kept_scores = np.zeros(0, _F)
-        kept = np.zeros((0, 2), np.int64)  # (anchor, class)
-        for c in range(num_classes):
-            sel = nms_one_class(boxes, scores[:, c], per_class, score_t, iou_t)
-            if not sel:
-                continue
-            kept_scores = np.concatenate([kept_scores, scores[sel, c]])
-            kept = np.concatenate([kept, np.stack([np.asarray(sel), np.full(len(sel), c)], axis=1)])
-            order = np.argsort(-kept_scores, kind="stable")[:max_det]  # a stable merge: earlier classes first
-            kept_scores, kept = kept_scores[order], kept[order]
+        selected = nms_classes(boxes, scores, per_class, score_t, iou_t)
+        anchor = np.concatenate(selected)  # class after class, each best first
+        label = np.repeat(np.arange(num_classes), [len(s) for s in selected])
+        picked = scores[anchor, label]
+        # a stable sort: ties keep earlier classes first, as LiteRT's merge of each class's selection
+        best = np.argsort(-picked, kind="stable")[:max_det]
         out_boxes, out_classes, out_scores = (o.reshape(-1, *o.shape[2:]) for o in outputs[:3])
         for o in outputs:
             o[...] = 0
-        m = len(kept_scores)
-        out_boxes[:m] = boxes[kept[:, 0]]
-        out_classes[:m] = kept[:, 1]
-        out_scores[:m] = kept_scores
+        m = len(best)
+        out_boxes[:m] = boxes[anchor[best]]
+        out_classes[:m] = label[best]
+        out_scores[:m] = picked[best]
         outputs[3][0] = m
 
     return run_regular if regular else run_fast

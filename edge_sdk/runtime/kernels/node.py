@@ -47,6 +47,9 @@ class TensorInfo:
     # an output whose size depends on the data (its op row's ``data_sized``): no arena bytes; eval sizes it through
     # the interpreter's DataSizedOutput (``resize(shape)``); the nodes reading it are prepared at eval (PreparedAtEval)
     sized_at_eval: bool = False
+    # such an output's most elements, when its kernel knows them at prepare (WHERE: the condition's elements x rank;
+    # UNIQUE: the input's elements); None: no bound known (a growing WHILE's loop variable, a node prepared at eval)
+    max_elements: int | None = None
     # a tensor computed at run time whose value prepare already knows: shape arithmetic on SHAPE / RANK outputs and
     # constants (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE, as PyTorch and onnx2tf exports write it), evaluated by
     # the interpreter right after its node's prepare (shape_arithmetic.know_at_prepare); it still lives in the arena and

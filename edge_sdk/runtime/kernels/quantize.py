@@ -5,8 +5,8 @@ integer types it is Requantize (MultiplyByQuantizedMultiplier of the input minus
 inputs too large for int32 convert as x86 does (to INT32_MIN) before the clamp, as the TFLM build we compare
 with does. DEQUANTIZE computes scale * (q - zero_point) in double and rounds to float32; float16 constants
 widen to float32 (LiteRT does this; TFLM has no float16 DEQUANTIZE). CAST between integers is C's
-static_cast (wraps modulo 2^bits); float to integer truncates toward zero and saturates (NaN -> 0), as the
-TFLM build we compare with does.
+static_cast (wraps modulo 2^bits); float to integer truncates toward zero and saturates, NaN (either sign) to the
+type's maximum, as LiteRT 2.3 does (measured; TFLM gives 0 for NaN).
 """
 
 from __future__ import annotations
@@ -136,17 +136,27 @@ def prepare_cast(node: Node):
             outputs[0][...] = inputs[0] != 0
         return run_bool
     if src_float and dst not in ("FLOAT32", "FLOAT64", "FLOAT16"):
-        out_dtype = numpy_dtype(dst)
-
-        info = np.iinfo(out_dtype)
-        lo, hi = float(info.min), float(info.max)
-
-        def run_f2i(inputs, outputs):
-            # The TFLM build we compare with saturates float -> integer casts (NaN -> 0), truncating toward zero.
-            v = np.nan_to_num(inputs[0].astype(np.float64), nan=0.0, posinf=hi, neginf=lo)
-            clip_into(outputs[0], np.trunc(v), lo, hi)
-        return run_f2i
+        return _float_to_integer(numpy_dtype(dst))
 
     def run(inputs, outputs):
         outputs[0][...] = inputs[0].astype(outputs[0].dtype)
     return run
+
+
+def _float_to_integer(out_dtype):
+    """CAST float -> integer as LiteRT: truncate toward zero, saturate to the type's range, NaN to its maximum.
+
+    The bounds are exact in float64 below 64 bits; INT64 / UINT64's maximum rounds up to 2^63 / 2^64, so values
+    at or past it are set apart instead of clipped (a clip to 2^63 would wrap to the minimum)."""
+    info = np.iinfo(out_dtype)
+    lo, hi = float(info.min), float(info.max)
+    wide = info.bits == 64
+
+    def run_f2i(inputs, outputs):
+        v = inputs[0].astype(np.float64)
+        top = np.isnan(v) | (v >= hi) if wide else np.isnan(v)
+        v[top] = 0.0 if wide else hi
+        clip_into(outputs[0], np.trunc(v), lo, hi)
+        if wide:
+            outputs[0][top] = info.max
+    return run_f2i

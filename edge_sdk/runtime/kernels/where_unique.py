@@ -24,6 +24,11 @@ WHERE_TYPES = ("BOOL", "FLOAT32", "INT32", "INT64", "INT8", "UINT8")
 UNIQUE_TYPES = ("FLOAT32", "INT8", "INT16", "INT32", "INT64", "UINT8")
 
 
+def _elements(x) -> int | None:
+    """An input's elements, None when it is itself sized at eval (its shape now a placeholder)."""
+    return None if x.sized_at_eval else int(np.prod(x.shape, dtype=np.int64))
+
+
 def prepare_where(node: Node) -> Eval:
     node.expect_counts(1, 1)
     x, y = node.input(0), node.outputs[0]
@@ -31,6 +36,7 @@ def prepare_where(node: Node) -> Eval:
     node.expect_types(y, ("INT64",), "output")
     rank = len(x.shape)
     node.set_output_shape(0, (0, rank))  # a placeholder: the count of nonzero elements is known at eval
+    y.max_elements = None if _elements(x) is None else _elements(x) * rank  # every element nonzero
 
     def run(inputs, outputs):
         coords = np.argwhere(inputs[0] != 0)  # [count, rank], row-major
@@ -51,6 +57,7 @@ def prepare_unique(node: Node) -> Eval:
     if len(x.shape) != 1:
         raise node.error(f"input {x.shape} must be 1-D")
     node.set_output_shape(0, (0,))  # a placeholder: the count of distinct values is known at eval
+    values.max_elements = _elements(x)  # every value distinct
     node.set_output_shape(1, x.shape)
 
     def run(inputs, outputs):

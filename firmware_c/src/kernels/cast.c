@@ -3,8 +3,9 @@
  * As edge_sdk/runtime/kernels/quantize.py prepare_cast, for INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64, UINT64,
  * FLOAT16, FLOAT32, FLOAT64 and BOOL: to BOOL, x != 0; integer to integer wraps to the output's
  * width (numpy astype); integer to float is one C conversion from the source type (correctly rounded, as
- * numpy); float to integer truncates toward zero and saturates, NaN gives 0 (the TFLM build we compare
- * with); float to float converts. BOOL reads as 0 / 1. FLOAT16 widens exactly; to FLOAT16 is one rounding
+ * numpy); float to integer truncates toward zero and saturates, NaN (either sign) gives the type's maximum, as
+ * LiteRT 2.3's cast.cc measured (TFLM's gives 0; UINT64, which LiteRT refuses, follows the same rule); float to
+ * float converts. BOOL reads as 0 / 1. FLOAT16 widens exactly; to FLOAT16 is one rounding
  * (to nearest, ties to even, past 65504 to infinity, NaN keeping its top payload bits) from the double of the
  * source value, as numpy's double-to-half (an integer's double is exact below 2^53, far beyond half's range;
  * a float32's is exact, so this is also numpy's float-to-half).
@@ -125,10 +126,10 @@ static void store_bits(uint8_t *p, int type, int64_t k, uint64_t v) {
     }
 }
 
-/* float -> integer: truncate, saturate to the type's range, NaN -> 0; the result as bits */
+/* float -> integer: truncate, saturate to the type's range, NaN -> the type's maximum; the result as bits */
 static uint64_t float_to_bits(double v, int type) {
     double lo, hi;
-    if (v != v) return 0;
+    if (v != v) v = 18446744073709551616.0; /* NaN saturates high, as LiteRT */
     switch (type) {
     case EDGE_INT8: lo = -128.0; hi = 127.0; break;
     case EDGE_UINT8: lo = 0.0; hi = 255.0; break;
