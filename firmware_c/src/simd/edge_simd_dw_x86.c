@@ -710,12 +710,15 @@ DWK_ROW(3, 2)
 DWK_ROW(5, 1)
 DWK_ROW(5, 2)
 
-/* 3x3 stride 2 on an input above 1 MB, one output row: blocks of four pixels with every channel tile inside
+/* 3x3 stride 2 or 1 on an input above 1 MB, one output row: blocks of four pixels with every channel tile inside
  * (dwk_tile per row and tile ran the row once per 16-channel tile: each pass read one 64-byte line of every pixel,
  * the K input rows (3 x 112 x 96 floats: 129 KB) left L1 between passes, and all of a block's 3 S + K column loads
  * came from L2 or memory). Here a pixel's lines are read back to back and the tile's taps come from L1 (9 x c
  * floats). Each lane the same FMAs in the same (fy, fx) order from 0, then + bias, then the clamp as
- * dw##K##_row_s##S: the same bits. */
+ * dw##K##_row_s##S: the same bits. Stride 1 too (C microbenchmark against dwk_tile per row, libedge.so of both
+ * dlopened side by side, 64-byte aligned buffers, thread CPU time, min of 30-40 interleaved rounds: 56x56x96 0.89,
+ * 56x56x128 0.86, 80x80x128 0.85, 112x112x64 0.85, 112x112x32 0.88-0.93, 28x28x384 0.87, 40x40x192 0.96, 56x56x160
+ * 0.97, 56x56x144 1.02-1.03). Not 5x5: 48x48x128 s1 1.08, 48x48x256 s1 1.19, 56x56x192 s2 1.11 (96x96x64 s2 0.82). */
 #define DWK_ROWC(K, S)                                                                                           \
     static INLINE T_512_FMA void dw##K##_rowc_s##S(const edge_simd_dwf_t *p, const float *x, const float *wt,     \
                                                   const float *bias, int32_t oy, float *yrow) {                 \
@@ -767,6 +770,7 @@ DWK_ROW(5, 2)
         }                                                                                                        \
     }
 DWK_ROWC(3, 2)
+DWK_ROWC(3, 1)
 
 /* Output rows [oy0, oy1) of channels [ch, ch + 16) (mask m): the tile's taps and bias loaded once. */
 static INLINE T_512_FMA void dwk_tile(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
@@ -787,7 +791,7 @@ static INLINE T_512_FMA void dwk_tile(const edge_simd_dwf_t *p, const float *x, 
 }
 
 /* An input within 1 MB (L2 holds 1.25 MB): channel tiles outer, each tile's taps loaded once for all rows.
- * A larger one at 3x3 stride 2: dw3_rowc_s2 (C microbenchmark, thread CPU time, min of 80 interleaved rounds, loaded
+ * A larger one at 3x3: dw3_rowc_s1 / dw3_rowc_s2 (stride 1: see DWK_ROWC; stride 2: C microbenchmark, thread CPU time, min of 80 interleaved rounds, loaded
  * machine: 112x112x96 0.67-0.91 of dwk_tile per row, 64x64x96 0.75-0.90, 112x112x32 0.75-0.86, 56x56x144 0.94-0.96, 56x56x192 0.75-0.90, 28x28x576 0.84-0.86 (blocks of 96 - 144
  * channels there: 0.79-0.96, 0.89-0.90);
  * on inputs within 1 MB it cost 1.02-1.2: there the K rows stay in L1 or the taps in registers win). Otherwise
@@ -802,8 +806,10 @@ static T_512_FMA void dwk_512(const edge_simd_dwf_t *p, const float *x, const fl
         for (ch = 0; ch < c; ch += 16) dwk_tile(p, x, wt, bias, ch, oy0, oy1, y);
         return;
     }
-    if (p->kh == 3 && p->sw == 2) {
-        for (oy = oy0; oy < oy1; oy++) dw3_rowc_s2(p, x, wt, bias, oy, y + (int64_t)oy * p->ow * c);
+    if (p->kh == 3) {
+        for (oy = oy0; oy < oy1; oy++)
+            if (p->sw == 2) dw3_rowc_s2(p, x, wt, bias, oy, y + (int64_t)oy * p->ow * c);
+            else dw3_rowc_s1(p, x, wt, bias, oy, y + (int64_t)oy * p->ow * c);
         return;
     }
     for (oy = oy0; oy < oy1; oy++)
