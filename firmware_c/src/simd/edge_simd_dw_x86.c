@@ -791,8 +791,8 @@ static INLINE T_512_FMA void dwk_tile(const edge_simd_dwf_t *p, const float *x, 
 }
 
 /* An input within 1 MB (L2 holds 1.25 MB): channel tiles outer, each tile's taps loaded once for all rows.
- * A larger one at 3x3: dw3_rowc_s1 / dw3_rowc_s2 (stride 1: see DWK_ROWC; stride 2: C microbenchmark, thread CPU time, min of 80 interleaved rounds, loaded
- * machine: 112x112x96 0.67-0.91 of dwk_tile per row, 64x64x96 0.75-0.90, 112x112x32 0.75-0.86, 56x56x144 0.94-0.96, 56x56x192 0.75-0.90, 28x28x576 0.84-0.86 (blocks of 96 - 144
+ * A larger one at 3x3: dw3_rowc_s1 / dw3_rowc_s2 (stride 1: see DWK_ROWC; stride 2: C microbenchmark, thread CPU
+ * time, min of 80 interleaved rounds, loaded machine: 112x112x96 0.67-0.91 of dwk_tile per row, 64x64x96 0.75-0.90, 112x112x32 0.75-0.86, 56x56x144 0.94-0.96, 56x56x192 0.75-0.90, 28x28x576 0.84-0.86 (blocks of 96 - 144
  * channels there: 0.79-0.96, 0.89-0.90);
  * on inputs within 1 MB it cost 1.02-1.2: there the K rows stay in L1 or the taps in registers win). Otherwise
  * output rows outer (each row's K input rows stay in L1 / L2 while every tile reads them; tiles outer

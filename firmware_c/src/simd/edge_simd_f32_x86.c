@@ -26,8 +26,9 @@
 
 /* The packed block starts at a cache line (its bias npad floats, then k x 64-byte panel rows: every panel load
  * within one line): the bytes asked for hold SG_PACK_ALIGN more, dst rounded up to it. From the arena's 8-byte
- * persistent steps a panel load straddled two lines: SGEMM M 2304 K 32 N 192 1.10x, M 12544 K 16 N 96 1.07x
- * slower (C microbenchmark, thread CPU time, min of 40 interleaved rounds). */
+ * persistent steps a panel load straddled two lines: a block at +8 bytes was 1.23x slower at M 49 K 160 N 960,
+ * 1.16x at M 196 K 96 N 576 and M 1024 K 256 N 256, 1.13x at M 12544 K 16 N 96 (C microbenchmark, thread CPU
+ * time, min of 40-60 interleaved rounds). */
 #define SG_PACK_ALIGN 64
 
 size_t edge_simd_sgemm_bytes(int32_t level, int32_t n, int32_t k) {
