@@ -611,9 +611,9 @@ int32_t edge_simd_rq_sums_q8(int32_t level, const int32_t *sums, int32_t n, int3
  * Each pixel's taps inside the input in (fy, fx) order from 0, then + bias, then the clamp: the same bits.
  * C microbenchmark (thread CPU time, min of 100 interleaved rounds, 3 repeats, loaded machine) against pixel by
  * pixel: 7x7x960 0.63-0.68, 14x14x576 0.83-0.87, 9x9x256 0.84-0.90, 15x15x24 0.88-0.93. Not used at 5x5 or
- * stride 1: there it cost 1.15-1.3 (28x28x240 5x5 s2, 14x14x576 3x3 s1). Not inlined: inlined into dwk_tile it
- * slowed the stride-1 rows beside it 1.06-1.24 (same source); called, they stay within 0.98-1.03. */
-static __attribute__((noinline)) T_512_FMA void dwk_edge(const edge_simd_dwf_t *p, const float *x, const __m512 *w,
+ * stride 1: there it cost 1.15-1.3 (28x28x240 5x5 s2, 14x14x576 3x3 s1). Inlined into dw3_tile_s2 (a function of
+ * its own: inlined into the loop of all four walkers it slowed the stride-1 rows 1.06-1.24) and the row walkers. */
+static INLINE T_512_FMA void dwk_edge(const edge_simd_dwf_t *p, const float *x, const __m512 *w,
                                                       const int32_t K, const int32_t S, __m512 bv, int32_t iy0,
                                                       int32_t fy0, int32_t fy1, int32_t ox, int32_t n, __mmask16 m,
                                                       float *yrow) {
@@ -786,7 +786,26 @@ DWK_ROW(5, 2)
 DWK_ROWC(3, 2)
 DWK_ROWC(3, 1)
 
+/* 3x3 stride 2, output rows [oy0, oy1) of channels [ch, ch + 16) (mask m): dwk_tile's work in a function of its
+ * own, so that dwk_edge inlines into these rows (the taps stay in registers) without changing the registers of the
+ * other walkers: inlined into the one loop of all four, it made 3x3 s2 0.90-0.92 but 3x3 s1 1.02-1.10. Here (C
+ * microbenchmark, libedge.so of both dlopened side by side, min of 80 interleaved rounds, load ~9) 3x3 s2
+ * 14x14x576 0.92-0.94, 7x7x960 0.89-0.90, 28x28x192 0.98-1.06, 112x112x96 0.98-0.99; 3x3 s1 and 5x5 (unchanged
+ * code) 0.97-1.05. */
+static __attribute__((noinline)) T_512_FMA void dw3_tile_s2(const edge_simd_dwf_t *p, const float *x,
+                                                             const float *wt, const float *bias, int32_t ch,
+                                                             int32_t oy0, int32_t oy1, float *y) {
+    const int32_t c = p->c;
+    const __mmask16 m = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+    const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + ch) : _mm512_setzero_ps();
+    __m512 w[9];
+    int32_t oy, t;
+    for (t = 0; t < 9; t++) w[t] = _mm512_maskz_loadu_ps(m, wt + (int64_t)t * c + ch);
+    for (oy = oy0; oy < oy1; oy++) dw3_row_s2(p, x + ch, w, bv, oy, m, y + (int64_t)oy * p->ow * c + ch);
+}
+
 /* Output rows [oy0, oy1) of channels [ch, ch + 16) (mask m): the tile's taps and bias loaded once. */
+
 static INLINE T_512_FMA void dwk_tile(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
                                       int32_t ch, int32_t oy0, int32_t oy1, float *y) {
     const int32_t c = p->c, taps = p->kh * p->kw;
@@ -794,11 +813,14 @@ static INLINE T_512_FMA void dwk_tile(const edge_simd_dwf_t *p, const float *x, 
     const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + ch) : _mm512_setzero_ps();
     __m512 w[25];
     int32_t oy, t;
+    if (p->kh == 3 && p->sw == 2) {
+        dw3_tile_s2(p, x, wt, bias, ch, oy0, oy1, y);
+        return;
+    }
     for (t = 0; t < taps; t++) w[t] = _mm512_maskz_loadu_ps(m, wt + (int64_t)t * c + ch);
     for (oy = oy0; oy < oy1; oy++) {
         float *yrow = y + (int64_t)oy * p->ow * c + ch;
-        if (p->kh == 3 && p->sw == 1) dw3_row_s1(p, x + ch, w, bv, oy, m, yrow);
-        else if (p->kh == 3) dw3_row_s2(p, x + ch, w, bv, oy, m, yrow);
+        if (p->kh == 3) dw3_row_s1(p, x + ch, w, bv, oy, m, yrow);
         else if (p->sw == 1) dw5_row_s1(p, x + ch, w, bv, oy, m, yrow);
         else dw5_row_s2(p, x + ch, w, bv, oy, m, yrow);
     }
