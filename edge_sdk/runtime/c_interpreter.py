@@ -304,7 +304,7 @@ class CInterpreter(Interpreter, backend="c"):
         self._shadow: Interpreter | None = None  # the Python Interpreter answering the planner's questions
 
     def _load(self, data: bytes) -> None:
-        """Hold ``data`` (the model bytes the C runtime loads, 16-byte aligned) and forget any earlier
+        """Hold ``data`` (the model bytes the C runtime loads, at an ARENA_ALIGN boundary) and forget any earlier
         allocation: allocate_tensors prepares and plans afresh."""
         self._model_owner, self._model_addr = _aligned(len(data))
         ctypes.memmove(self._model_addr, data, len(data))
