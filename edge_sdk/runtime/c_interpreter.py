@@ -214,11 +214,19 @@ def missing_ops(model: Model) -> list[str]:
     return out
 
 
+# The arena's (and the model's) start: a cache line. The C runtime aligns tensors to 16 bytes from the arena's start
+# (its plan); from a 64-byte start nearly every tensor of a conv net starts a line (sizes are multiples of 64), so
+# that the AVX-512 kernels' 64-byte loads and stores do not each straddle two lines. numpy's large buffers start 16
+# bytes past a page, which put every tensor there (float 1x1 conv / depthwise 1.08-1.39x slower than aligned; C
+# microbenchmark, benchmarks/f32_ops.py).
+ARENA_ALIGN = 64
+
+
 def _aligned(nbytes: int) -> tuple[np.ndarray, int]:
-    """A zeroed numpy buffer with a 16-byte aligned region of nbytes; returns (owner, address)."""
-    owner = np.zeros(nbytes + 16, np.uint8)
+    """A zeroed numpy buffer with an ARENA_ALIGN-byte aligned region of nbytes; returns (owner, address)."""
+    owner = np.zeros(nbytes + ARENA_ALIGN, np.uint8)
     addr = owner.ctypes.data
-    pad = (-addr) % 16
+    pad = (-addr) % ARENA_ALIGN
     return owner, addr + pad
 
 
@@ -296,7 +304,7 @@ class CInterpreter(Interpreter, backend="c"):
         self._shadow: Interpreter | None = None  # the Python Interpreter answering the planner's questions
 
     def _load(self, data: bytes) -> None:
-        """Hold ``data`` (the model bytes the C runtime loads, 16-byte aligned) and forget any earlier
+        """Hold ``data`` (the model bytes the C runtime loads, at an ARENA_ALIGN boundary) and forget any earlier
         allocation: allocate_tensors prepares and plans afresh."""
         self._model_owner, self._model_addr = _aligned(len(data))
         ctypes.memmove(self._model_addr, data, len(data))

@@ -611,9 +611,9 @@ int32_t edge_simd_rq_sums_q8(int32_t level, const int32_t *sums, int32_t n, int3
  * Each pixel's taps inside the input in (fy, fx) order from 0, then + bias, then the clamp: the same bits.
  * C microbenchmark (thread CPU time, min of 100 interleaved rounds, 3 repeats, loaded machine) against pixel by
  * pixel: 7x7x960 0.63-0.68, 14x14x576 0.83-0.87, 9x9x256 0.84-0.90, 15x15x24 0.88-0.93. Not used at 5x5 or
- * stride 1: there it cost 1.15-1.3 (28x28x240 5x5 s2, 14x14x576 3x3 s1). Not inlined: inlined into dwk_tile it
- * slowed the stride-1 rows beside it 1.06-1.24 (same source); called, they stay within 0.98-1.03. */
-static __attribute__((noinline)) T_512_FMA void dwk_edge(const edge_simd_dwf_t *p, const float *x, const __m512 *w,
+ * stride 1: there it cost 1.15-1.3 (28x28x240 5x5 s2, 14x14x576 3x3 s1). Inlined into dw3_tile_s2 (a function of
+ * its own: inlined into the loop of all four walkers it slowed the stride-1 rows 1.06-1.24) and the row walkers. */
+static INLINE T_512_FMA void dwk_edge(const edge_simd_dwf_t *p, const float *x, const __m512 *w,
                                                       const int32_t K, const int32_t S, __m512 bv, int32_t iy0,
                                                       int32_t fy0, int32_t fy1, int32_t ox, int32_t n, __mmask16 m,
                                                       float *yrow) {
@@ -647,6 +647,12 @@ static __attribute__((noinline)) T_512_FMA void dwk_edge(const edge_simd_dwf_t *
     if (n > 2) _mm512_mask_storeu_ps(yrow + 2 * c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(a2, bv))));
     if (n > 3) _mm512_mask_storeu_ps(yrow + 3 * c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(a3, bv))));
 }
+
+/* dw3_single_note: a 3x3 border pixel (a window cut by the left / right edge) walks its row's three taps unrolled,
+ * each FMA kept when its column is inside (the same taps in the same order: the same bits), instead of a loop over
+ * the inside columns (an address multiply and a loop step per tap). C microbenchmark (libedge.so of both dlopened
+ * side by side, thread CPU time, min of 50 interleaved rounds), 3x3 s1: 7x7x512 0.96, 8x8x960 0.94, 14x14x256
+ * 0.92, 14x14x576 0.93, 16x16x64 0.94, 28x28x192 0.92; at 5x5 the same form cost 1.02-1.04 (kept the loop). */
 
 /* One channel tile (16 channels, mask m) of output row oy, the tile's K x K filter taps w and bias bv loaded once
  * per tile (3x3: held in registers). Interior pixels go four at a time: per filter row, the 3 S + K input columns
@@ -696,10 +702,18 @@ static __attribute__((noinline)) T_512_FMA void dwk_edge(const edge_simd_dwf_t *
             {                                                                                                    \
                 const int32_t fx0 = ix0 < 0 ? -ix0 : 0, fx1 = ix0 + K > p->w ? p->w - ix0 : K;                   \
                 __m512 a = _mm512_setzero_ps();                                                                  \
-                for (fy = fy0; fy < fy1; fy++)                                                                   \
-                    for (fx = fx0; fx < fx1; fx++)                                                               \
-                        a = _mm512_fmadd_ps(                                                                     \
-                            _mm512_maskz_loadu_ps(m, x + ((int64_t)(iy0 + fy) * p->w + ix0 + fx) * c), w[fy * K + fx], a); \
+                for (fy = fy0; fy < fy1; fy++) {                                                                 \
+                    const float *r = x + ((int64_t)(iy0 + fy) * p->w + ix0) * c;                                 \
+                    if (K == 3) { /* the row's three taps unrolled, each kept when inside (dw3_single_note) */     \
+                        _Pragma("GCC unroll 3")                                                                  \
+                        for (fx = 0; fx < K; fx++)                                                               \
+                            if (fx >= fx0 && fx < fx1)                                                           \
+                                a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r + (int64_t)fx * c), w[fy * K + fx], a); \
+                    } else {                                                                                     \
+                        for (fx = fx0; fx < fx1; fx++)                                                           \
+                            a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r + (int64_t)fx * c), w[fy * K + fx], a); \
+                    }                                                                                            \
+                }                                                                                                \
                 _mm512_mask_storeu_ps(yrow + (int64_t)ox * c, m, _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(a, bv)))); \
             }                                                                                                    \
             ox++;                                                                                                \
@@ -710,12 +724,15 @@ DWK_ROW(3, 2)
 DWK_ROW(5, 1)
 DWK_ROW(5, 2)
 
-/* 3x3 stride 2 on an input above 1 MB, one output row: blocks of four pixels with every channel tile inside
+/* 3x3 stride 2 or 1 on an input above 1 MB, one output row: blocks of four pixels with every channel tile inside
  * (dwk_tile per row and tile ran the row once per 16-channel tile: each pass read one 64-byte line of every pixel,
  * the K input rows (3 x 112 x 96 floats: 129 KB) left L1 between passes, and all of a block's 3 S + K column loads
  * came from L2 or memory). Here a pixel's lines are read back to back and the tile's taps come from L1 (9 x c
  * floats). Each lane the same FMAs in the same (fy, fx) order from 0, then + bias, then the clamp as
- * dw##K##_row_s##S: the same bits. */
+ * dw##K##_row_s##S: the same bits. Stride 1 too (C microbenchmark against dwk_tile per row, libedge.so of both
+ * dlopened side by side, 64-byte aligned buffers, thread CPU time, min of 30-40 interleaved rounds: 56x56x96 0.89,
+ * 56x56x128 0.86, 80x80x128 0.85, 112x112x64 0.85, 112x112x32 0.88-0.93, 28x28x384 0.87, 40x40x192 0.96, 56x56x160
+ * 0.97, 56x56x144 1.02-1.03). Not 5x5: 48x48x128 s1 1.08, 48x48x256 s1 1.19, 56x56x192 s2 1.11 (96x96x64 s2 0.82). */
 #define DWK_ROWC(K, S)                                                                                           \
     static INLINE T_512_FMA void dw##K##_rowc_s##S(const edge_simd_dwf_t *p, const float *x, const float *wt,     \
                                                   const float *bias, int32_t oy, float *yrow) {                 \
@@ -767,8 +784,28 @@ DWK_ROW(5, 2)
         }                                                                                                        \
     }
 DWK_ROWC(3, 2)
+DWK_ROWC(3, 1)
+
+/* 3x3 stride 2, output rows [oy0, oy1) of channels [ch, ch + 16) (mask m): dwk_tile's work in a function of its
+ * own, so that dwk_edge inlines into these rows (the taps stay in registers) without changing the registers of the
+ * other walkers: inlined into the one loop of all four, it made 3x3 s2 0.90-0.92 but 3x3 s1 1.02-1.10. Here (C
+ * microbenchmark, libedge.so of both dlopened side by side, min of 80 interleaved rounds, load ~9) 3x3 s2
+ * 14x14x576 0.92-0.94, 7x7x960 0.89-0.90, 28x28x192 0.98-1.06, 112x112x96 0.98-0.99; 3x3 s1 and 5x5 (unchanged
+ * code) 0.97-1.05. */
+static __attribute__((noinline)) T_512_FMA void dw3_tile_s2(const edge_simd_dwf_t *p, const float *x,
+                                                             const float *wt, const float *bias, int32_t ch,
+                                                             int32_t oy0, int32_t oy1, float *y) {
+    const int32_t c = p->c;
+    const __mmask16 m = c - ch >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (c - ch)) - 1u);
+    const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + ch) : _mm512_setzero_ps();
+    __m512 w[9];
+    int32_t oy, t;
+    for (t = 0; t < 9; t++) w[t] = _mm512_maskz_loadu_ps(m, wt + (int64_t)t * c + ch);
+    for (oy = oy0; oy < oy1; oy++) dw3_row_s2(p, x + ch, w, bv, oy, m, y + (int64_t)oy * p->ow * c + ch);
+}
 
 /* Output rows [oy0, oy1) of channels [ch, ch + 16) (mask m): the tile's taps and bias loaded once. */
+
 static INLINE T_512_FMA void dwk_tile(const edge_simd_dwf_t *p, const float *x, const float *wt, const float *bias,
                                       int32_t ch, int32_t oy0, int32_t oy1, float *y) {
     const int32_t c = p->c, taps = p->kh * p->kw;
@@ -776,19 +813,22 @@ static INLINE T_512_FMA void dwk_tile(const edge_simd_dwf_t *p, const float *x, 
     const __m512 bv = bias ? _mm512_maskz_loadu_ps(m, bias + ch) : _mm512_setzero_ps();
     __m512 w[25];
     int32_t oy, t;
+    if (p->kh == 3 && p->sw == 2) {
+        dw3_tile_s2(p, x, wt, bias, ch, oy0, oy1, y);
+        return;
+    }
     for (t = 0; t < taps; t++) w[t] = _mm512_maskz_loadu_ps(m, wt + (int64_t)t * c + ch);
     for (oy = oy0; oy < oy1; oy++) {
         float *yrow = y + (int64_t)oy * p->ow * c + ch;
-        if (p->kh == 3 && p->sw == 1) dw3_row_s1(p, x + ch, w, bv, oy, m, yrow);
-        else if (p->kh == 3) dw3_row_s2(p, x + ch, w, bv, oy, m, yrow);
+        if (p->kh == 3) dw3_row_s1(p, x + ch, w, bv, oy, m, yrow);
         else if (p->sw == 1) dw5_row_s1(p, x + ch, w, bv, oy, m, yrow);
         else dw5_row_s2(p, x + ch, w, bv, oy, m, yrow);
     }
 }
 
 /* An input within 1 MB (L2 holds 1.25 MB): channel tiles outer, each tile's taps loaded once for all rows.
- * A larger one at 3x3 stride 2: dw3_rowc_s2 (C microbenchmark, thread CPU time, min of 80 interleaved rounds, loaded
- * machine: 112x112x96 0.67-0.91 of dwk_tile per row, 64x64x96 0.75-0.90, 112x112x32 0.75-0.86, 56x56x144 0.94-0.96, 56x56x192 0.75-0.90, 28x28x576 0.84-0.86 (blocks of 96 - 144
+ * A larger one at 3x3: dw3_rowc_s1 / dw3_rowc_s2 (stride 1: see DWK_ROWC; stride 2: C microbenchmark, thread CPU
+ * time, min of 80 interleaved rounds, loaded machine: 112x112x96 0.67-0.91 of dwk_tile per row, 64x64x96 0.75-0.90, 112x112x32 0.75-0.86, 56x56x144 0.94-0.96, 56x56x192 0.75-0.90, 28x28x576 0.84-0.86 (blocks of 96 - 144
  * channels there: 0.79-0.96, 0.89-0.90);
  * on inputs within 1 MB it cost 1.02-1.2: there the K rows stay in L1 or the taps in registers win). Otherwise
  * output rows outer (each row's K input rows stay in L1 / L2 while every tile reads them; tiles outer
@@ -802,8 +842,10 @@ static T_512_FMA void dwk_512(const edge_simd_dwf_t *p, const float *x, const fl
         for (ch = 0; ch < c; ch += 16) dwk_tile(p, x, wt, bias, ch, oy0, oy1, y);
         return;
     }
-    if (p->kh == 3 && p->sw == 2) {
-        for (oy = oy0; oy < oy1; oy++) dw3_rowc_s2(p, x, wt, bias, oy, y + (int64_t)oy * p->ow * c);
+    if (p->kh == 3) {
+        for (oy = oy0; oy < oy1; oy++)
+            if (p->sw == 2) dw3_rowc_s2(p, x, wt, bias, oy, y + (int64_t)oy * p->ow * c);
+            else dw3_rowc_s1(p, x, wt, bias, oy, y + (int64_t)oy * p->ow * c);
         return;
     }
     for (oy = oy0; oy < oy1; oy++)
