@@ -135,23 +135,27 @@ class Grams:
             if x is None or self.rows.get(i, 0) >= self.target[i]:
                 continue
             gram, n = self._patch_gram(sg.operators[i], kind, depthwise, np.asarray(x, np.float32))
-            self.sums[i] = self.sums[i] + gram if i in self.sums else gram
+            if i in self.sums:  # in place, each float32 product widened as it is added: no [K, K] float64 copies
+                np.add(self.sums[i], gram, out=self.sums[i])
+            else:
+                self.sums[i] = gram.astype(np.float64)
             self.rows[i] = self.rows.get(i, 0) + n
 
     def _patch_gram(self, op, kind: str, depthwise: bool, x: np.ndarray) -> tuple[np.ndarray, int]:
-        """One sample's Gram matrix of the op's input patches (float32 products, float64 result) and its patches."""
+        """One sample's Gram matrix of the op's input patches (float32 products; ``add`` sums them in float64) and its
+        patches."""
         shape = self.model.subgraphs[0].tensors[op.inputs[op_table.row(self.model.op_name(op)).weights[0]]].shape
         if kind == "matrix":
             p = x.reshape(-1, shape[-1])
             if len(p) > GRAM_ROWS:
                 p = p[np.sort(self.rng.choice(len(p), GRAM_ROWS, replace=False))]
-            return (p.T @ p).astype(np.float64), len(p)
+            return p.T @ p, len(p)
         p = window_rows(x, op.options or {}, int(shape[1]), int(shape[2]), GRAM_ROWS, self.rng)  # [P, KH, KW, C]
         if depthwise:  # per input channel: [C, KH x KW, KH x KW], a batch of matrix products
             pc = np.ascontiguousarray(p.reshape(len(p), -1, p.shape[-1]).transpose(2, 0, 1))  # [C, P, KH x KW]
-            return np.matmul(pc.transpose(0, 2, 1), pc).astype(np.float64), len(p)
+            return np.matmul(pc.transpose(0, 2, 1), pc), len(p)
         p = p.reshape(len(p), -1)
-        return (p.T @ p).astype(np.float64), len(p)
+        return p.T @ p, len(p)
 
     def gram(self, i: int) -> np.ndarray | None:
         """Op i's Gram matrix, or None where too few patches were seen to tell its input's directions apart."""
