@@ -579,7 +579,8 @@ class Standin:
     goal: float
     small: dict
     full: dict
-    int8_small: float = 0.0  # the share of MACs left in int8 at small size the search reaches (tests hold it)
+    int8_small: float = 0.0  # the share of MACs left in int8 at small size the search reaches (tests hold it); the
+    # rec-like's 4 held-back strings decide no give-back (widen._holds_with_margin: 4 of 4 is the figure's last step)
 
 
 def _yolo_spec():
@@ -602,7 +603,7 @@ STANDINS = {
                        lambda n, seed, s: text_lines(n, 32, s["width"], seed), "strings",
                        "PP-OCR rec-like >= 80% identical CTC strings", 0.8,
                        small={"width": 64, "dim": 32, "calib": 20, "eval": 20},
-                       full={"width": 160, "dim": 64, "calib": 40, "eval": 40}, int8_small=0.30),
+                       full={"width": 160, "dim": 64, "calib": 40, "eval": 40}, int8_small=0.0),
     "landmark": Standin("landmark", lambda s, cal: landmark_like(s["size"], s["scale"]),
                         lambda n, seed, s: images(n, s["size"], seed), "snr",
                         "hand-landmark-like landmarks SNR >= 30 dB", SNR_GOAL_DB,

@@ -53,6 +53,23 @@ def test_gptq_with_one_gram_per_row_is_the_shared_one_repeated():
     assert err(per_row) < err(nearest)
 
 
+@pytest.mark.parametrize("k, batch", [(9, (7,)), (64, ()), (65, ()), (300, ()), (20, (3,))])
+def test_inverse_cholesky_is_the_cholesky_factor_of_the_inverse(k, batch):
+    """U from one Cholesky of the reversed H and a triangular inverse by halves equals the upper Cholesky factor of
+    H^-1 (what GPTQ spreads its errors through) to rounding, shared [K, K] and batched [O, K, K] (depthwise), across
+    the direct / halved block sizes; the output energy by matrix products equals the three-operand einsum."""
+    rng = np.random.default_rng(k)
+    a = rng.standard_normal(batch + (2 * k, k))
+    h = np.swapaxes(a, -1, -2) @ a + 0.01 * np.eye(k)
+    expected = np.swapaxes(np.linalg.cholesky(np.linalg.inv(h)), -1, -2)
+    u = rounding.inverse_cholesky(h)
+    assert np.array_equal(u, np.triu(u))
+    np.testing.assert_allclose(u, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+    w = rng.standard_normal((batch[0] if batch else 5, k))
+    einsum = np.einsum("ok,okl,ol->", w, h, w) if batch else np.einsum("ok,kl,ol->", w, h, w)
+    assert rounding._energy(w, h) == pytest.approx(float(einsum), rel=1e-12)
+
+
 def _save(tmp_path, name, nodes, inputs, outputs, inits):
     graph = helper.make_graph(nodes, name, inputs, outputs, [numpy_helper.from_array(v, k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
