@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from tests.oprunner import T, flex_options, op_model  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from convert_palm import best_ms  # noqa: E402  (the benchmarks' one best-of-N invoke loop)
 
 ANCHORS, CLASSES = 1917, 91
 
@@ -64,15 +66,6 @@ def ready(model: bytes, inputs, runtime: str):
 def outputs(it) -> list[np.ndarray]:
     it.invoke()
     return [np.array(it.get_tensor(d["index"])) for d in it.get_output_details()]
-
-
-def best_ms(it, invokes: int) -> float:
-    best = float("inf")
-    for _ in range(invokes):
-        start = time.perf_counter()
-        it.invoke()
-        best = min(best, time.perf_counter() - start)
-    return best * 1e3
 
 
 def main() -> None:

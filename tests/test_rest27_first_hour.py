@@ -172,8 +172,8 @@ def energy_model(path, rate=None):
     return path
 
 
-def litert_scores(model, samples: np.ndarray) -> np.ndarray:
-    """LiteRT's reference kernels on the model resized to the clip's length: softmax of its logits."""
+def litert_logits(model, samples: np.ndarray) -> np.ndarray:
+    """LiteRT's reference kernels on the model resized to the clip's length (int16 samples scaled to [-1, 1))."""
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
     it = Interpreter(model_path=str(model), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
@@ -182,7 +182,12 @@ def litert_scores(model, samples: np.ndarray) -> np.ndarray:
     it.allocate_tensors()
     it.set_tensor(it.get_input_details()[0]["index"], x)
     it.invoke()
-    y = it.get_tensor(it.get_output_details()[0]["index"]).reshape(-1).astype(np.float64)
+    return it.get_tensor(it.get_output_details()[0]["index"])
+
+
+def litert_scores(model, samples: np.ndarray) -> np.ndarray:
+    """Softmax of litert_logits."""
+    y = litert_logits(model, samples).reshape(-1).astype(np.float64)
     return np.exp(y - y.max()) / np.exp(y - y.max()).sum()
 
 

@@ -9,25 +9,13 @@ import numpy as np
 
 from edge_sdk.tools.serve import Server
 from tests.test_pipeline import write_wav
-from tests.test_rest27_first_hour import energy_model
+from tests.test_rest27_first_hour import energy_model, litert_logits
 from tests.test_serve import request
 
 
 def wav_bytes(tmp_path, samples: np.ndarray, rate: int) -> bytes:
     write_wav(tmp_path / "clip.wav", samples, rate)
     return (tmp_path / "clip.wav").read_bytes()
-
-
-def litert_logits(model, samples: np.ndarray) -> np.ndarray:
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
-    it = Interpreter(model_path=str(model), experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    x = (samples.astype(np.float32) / 32768.0).reshape(1, -1)
-    it.resize_tensor_input(0, x.shape, strict=True)
-    it.allocate_tensors()
-    it.set_tensor(it.get_input_details()[0]["index"], x)
-    it.invoke()
-    return it.get_tensor(it.get_output_details()[0]["index"])
 
 
 def post_wav(server, body: bytes, ctype: str = "audio/wav"):
