@@ -1189,6 +1189,47 @@ static void dw_mult8_group(const int8_t *win, const int8_t *wr, int32_t rows, in
         *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
         return;
     }
+    if (kw == 3 && kwp == 4 && rows > 0) { /* 3 wide (person_detect's node 0): a staged word per row, its three
+                                            * taps, the filter's next row 3 * oc bytes on (contiguous too) */
+        const int8_t *const end = win + rows * 4;
+        uint32_t x02, x13, wv, w13;
+        __asm__ volatile("1:\n\t"
+                         "ldr %[x13], [%[win]], #4\n\t"
+                         "sxtab16 %[x02], %[o2], %[x13]\n\t"
+                         "sxtab16 %[x13], %[o2], %[x13], ror #8\n\t"
+                         "ldr %[wv], [%[wr]]\n\t" /* tap 0: x0 */
+                         "sxtb16 %[w13], %[wv], ror #8\n\t"
+                         "sxtb16 %[wv], %[wv]\n\t"
+                         "smlabb %[a0], %[wv], %[x02], %[a0]\n\t"
+                         "smlatb %[a2], %[wv], %[x02], %[a2]\n\t"
+                         "smlabb %[a1], %[w13], %[x02], %[a1]\n\t"
+                         "smlatb %[a3], %[w13], %[x02], %[a3]\n\t"
+                         "ldr %[wv], [%[wr], %[oc]]\n\t" /* tap 1: x1 */
+                         "sxtb16 %[w13], %[wv], ror #8\n\t"
+                         "sxtb16 %[wv], %[wv]\n\t"
+                         "smlabb %[a0], %[wv], %[x13], %[a0]\n\t"
+                         "smlatb %[a2], %[wv], %[x13], %[a2]\n\t"
+                         "smlabb %[a1], %[w13], %[x13], %[a1]\n\t"
+                         "smlatb %[a3], %[w13], %[x13], %[a3]\n\t"
+                         "ldr %[wv], [%[wr], %[oc], lsl #1]\n\t" /* tap 2: x2 */
+                         "add %[wr], %[wr], %[oc], lsl #1\n\t"
+                         "add %[wr], %[wr], %[oc]\n\t"
+                         "sxtb16 %[w13], %[wv], ror #8\n\t"
+                         "sxtb16 %[wv], %[wv]\n\t"
+                         "smlabt %[a0], %[wv], %[x02], %[a0]\n\t"
+                         "smlatt %[a2], %[wv], %[x02], %[a2]\n\t"
+                         "smlabt %[a1], %[w13], %[x02], %[a1]\n\t"
+                         "smlatt %[a3], %[w13], %[x02], %[a3]\n\t"
+                         "ldr %[wv], %[end]\n\t"
+                         "cmp %[win], %[wv]\n\t"
+                         "bne 1b"
+                         : [win] "+&r"(win), [wr] "+&r"(wr), [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2),
+                           [a3] "+&r"(a3), [x02] "=&r"(x02), [x13] "=&r"(x13), [wv] "=&r"(wv), [w13] "=&r"(w13)
+                         : [oc] "r"(oc), [o2] "r"(off2), [end] "m"(end)
+                         : "cc", "memory");
+        *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
+        return;
+    }
 #endif
     for (fy = 0; fy < rows; fy++, win += kwp) {
         for (fx = 0; fx < k4; fx += 4, wr += 4 * oc) {
