@@ -35,6 +35,9 @@ def test_planner_names_the_filters_a_dsp_core_pre_pairs():
     assert planner.dsp_filter_form(None) == planner.dsp_filter_form("layer") == "pre-paired"
     assert planner.dsp_filter_form("inplace") == planner.dsp_filter_form("min") == "8-bit"
     assert "8-bit" in planner.dsp_filter_words(model, "inplace")
+    # its price in instructions, with no patch stage (micro_speech's least-RAM plan: 1.57x the default's on the M4)
+    assert f"~{planner.DSP_8BIT_FILTER_COST * 320_000:,.0f} instructions" in planner.dsp_filter_words(model, "min")
+    assert "of their 320,000" in planner.dsp_filter_words(model, None)  # 25 x 20 x 8 outputs x 10 x 8 taps
     assert "pre-paired" in planner.dsp_filter_words(model, None)
     m2, _ = _dw_model("dw-m2-c3-portable")  # m % 4 != 0: no pre-paired copy anywhere
     assert planner.dsp_paired_filters(read_model(m2)) == []

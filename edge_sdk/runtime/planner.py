@@ -982,6 +982,13 @@ def folded_pads(model, infos: list[list]) -> list[PadFold]:
 # them when the layer plan is over the target's RAM budget) keep the 8-bit filter as stored (the plain loop). The C
 # runtime follows the init flag those plans set (EDGE_INIT_MEMORY_MIN: edge_least_ram in depthwise_conv_2d.c).
 COMPACT_PLANS = ("inplace", "min")  # the memory= requests whose firmware keeps compact kernel tables
+# What the 8-bit form costs, per MAC of such a layer, over the pre-paired one on a Cortex-M4 (QEMU mps2-an386, edge
+# flash + edge profile, session 18): micro_speech_quantized, whose node 1 (10x8, multiplier 8: 320,000 MACs) is
+# nearly all of it, 667,120 instructions pre-paired, 1,046,720 on the 8-bit filter (its asm loop: 36 instructions
+# per 16 MACs against the SMLAD loop's 17; both widen each staged input once per four outputs): +379,600, 1.19 a MAC.
+# That is why micro_speech's least-RAM plan costs 1.57x the default plan's instructions with no patch stage: it
+# trades them for the 1,280 B copy (its arena 8,144 -> 6,800 B, below TFLM's 6,836).
+DSP_8BIT_FILTER_COST = 1.2
 
 
 def dsp_paired_filters(model) -> list[tuple[int, int, int]]:
@@ -1011,20 +1018,35 @@ def dsp_filter_form(memory: str | None) -> str:
     return "8-bit" if memory in COMPACT_PLANS else "pre-paired"
 
 
+def _paired_macs(model, paired) -> int:
+    """The MACs of the depthwise nodes ``paired`` (dsp_paired_filters' rows): output elements x kh x kw."""
+    total = 0
+    for s, i, _ in paired:
+        sg = model.subgraphs[s]
+        op = sg.operators[i]
+        w, y = sg.tensors[op.inputs[1]], sg.tensors[op.outputs[0]]
+        total += math.prod(int(v) for v in y.shape) * int(w.shape[1]) * int(w.shape[2])
+    return total
+
+
 def dsp_filter_words(model, memory: str | None) -> str | None:
-    """One line saying which depthwise filter form was chosen and what the other would cost, or None when the model
-    has no depthwise layer a DSP core pre-pairs."""
+    """One line saying which depthwise filter form was chosen and what the other would cost (bytes, and
+    instructions on a DSP core: DSP_8BIT_FILTER_COST per MAC of those layers), or None when the model has no
+    depthwise layer a DSP core pre-pairs."""
     paired = dsp_paired_filters(model)
     if not paired:
         return None
     nbytes = sum(b for _, _, b in paired)
     nodes = ", ".join(f"{'subgraph %d ' % s if s else ''}node {i}" for s, i, _ in paired)
+    macs = _paired_macs(model, paired)
+    price = (f"~{DSP_8BIT_FILTER_COST * macs:,.0f} instructions an invoke on a Cortex-M4 (~{DSP_8BIT_FILTER_COST} a "
+             f"MAC of their {macs:,})")
     if dsp_filter_form(memory) == "8-bit":
         return (f"depthwise filters: 8-bit as stored ({nodes}; the least-RAM request --memory {memory}): "
-                f"{nbytes} B less arena than the pre-paired int16 copies the layer-by-layer plan takes for fewer "
-                "DSP instructions")
-    return (f"depthwise filters: pre-paired int16 for SMLAD ({nodes}): {nbytes} B of arena for fewer DSP "
-            "instructions; --memory inplace or min keeps the 8-bit filter")
+                f"{nbytes} B less arena than the pre-paired int16 copies the layer-by-layer plan takes, for {price} "
+                "more, with or without a patch stage")
+    return (f"depthwise filters: pre-paired int16 for SMLAD ({nodes}): {nbytes} B of arena for {price} fewer; "
+            "--memory inplace or min keeps the 8-bit filter")
 
 
 # ------------------------------------------------------------------------------- what the C runtime is given
