@@ -1127,6 +1127,29 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
  * every group of four outputs runs DW_MULT4 over the staged taps from its bias and stores four bytes. Each
  * input value is loaded once per group (CMSIS-NN loads it once per output). The sums are the reference's mod
  * 2^32, the requantization edge_rq (dw_store4) or edge_mbqm: bit-exact. */
+#if EDGE_DSP_ASM
+/* dw_mult8_group's asm loops (the C loop spilled: 4.5 instructions per MAC on the M4; these: 36 per 16 MACs, every
+ * value in a register). DW8_X: the next staged word, SXTAB16 into (x0, x2) / (x1, x3) with the input offset;
+ * DW8_MAC4(XH, B): the tap word wv widened (SXTB16: (w0, w2) / (w1, w3) of outputs ch..ch+3) times the bottom ("b")
+ * or top ("t") half of XH, into a0..a3; DW8_LOOP: on to the window's end. */
+#define DW8_X                                                                                               \
+    "ldr %[x13], [%[win]], #4\n\t"                                                                          \
+    "sxtab16 %[x02], %[o2], %[x13]\n\t"                                                                     \
+    "sxtab16 %[x13], %[o2], %[x13], ror #8\n\t"
+#define DW8_MAC4(XH, B)                                                                                     \
+    "sxtb16 %[w13], %[wv], ror #8\n\t"                                                                      \
+    "sxtb16 %[wv], %[wv]\n\t"                                                                               \
+    "smlab" B " %[a0], %[wv], %[" XH "], %[a0]\n\t"                                                         \
+    "smlat" B " %[a2], %[wv], %[" XH "], %[a2]\n\t"                                                         \
+    "smlab" B " %[a1], %[w13], %[" XH "], %[a1]\n\t"                                                        \
+    "smlat" B " %[a3], %[w13], %[" XH "], %[a3]\n\t"
+#define DW8_LOOP "ldr %[wv], %[end]\n\tcmp %[win], %[wv]\n\tbne 1b"
+#define DW8_OUTPUTS                                                                                         \
+    [win] "+&r"(win), [wr] "+&r"(wr), [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3),          \
+        [x02] "=&r"(x02), [x13] "=&r"(x13), [wv] "=&r"(wv), [w13] "=&r"(w13)
+#define DW8_INPUTS [oc] "r"(oc), [o2] "r"(off2), [end] "m"(end)
+#endif
+
 /* The 8-bit filter (the least-RAM request): outputs ch..ch+3 += their taps over the staged window rows (kwp bytes
  * each, the zero point in the padding) from wr, the weight word of those outputs at the first staged row's tap 0
  * (the next tap oc bytes on). Four taps at a time: one word of staged inputs, SXTAB16 adds the offset into
@@ -1140,93 +1163,24 @@ static void dw_mult8_group(const int8_t *win, const int8_t *wr, int32_t rows, in
     const int32_t k4 = kw & ~3;
     int32_t fy, fx;
 #if EDGE_DSP_ASM
-    if (kw == k4 && rows > 0) { /* kw % 4 == 0 (micro_speech's 10x8): the window's staged words and the filter's
-                                 * taps both contiguous, one loop of rows * kw / 4 steps with every value in a
-                                 * register (the C loop below spilled: 4.5 instructions per MAC on the M4) */
-        const int8_t *const end = win + rows * kw;
+    if (rows > 0 && (kw == k4 || (kw == 3 && kwp == 4))) {
+        const int8_t *const end = win + rows * kwp;
         uint32_t x02, x13, wv, w13;
-        __asm__ volatile("1:\n\t"
-                         "ldr %[x13], [%[win]], #4\n\t"
-                         "sxtab16 %[x02], %[o2], %[x13]\n\t"
-                         "sxtab16 %[x13], %[o2], %[x13], ror #8\n\t"
-                         "ldr %[wv], [%[wr]]\n\t" /* tap 0: x0 */
-                         "sxtb16 %[w13], %[wv], ror #8\n\t"
-                         "sxtb16 %[wv], %[wv]\n\t"
-                         "smlabb %[a0], %[wv], %[x02], %[a0]\n\t"
-                         "smlatb %[a2], %[wv], %[x02], %[a2]\n\t"
-                         "smlabb %[a1], %[w13], %[x02], %[a1]\n\t"
-                         "smlatb %[a3], %[w13], %[x02], %[a3]\n\t"
-                         "ldr %[wv], [%[wr], %[oc]]\n\t" /* tap 1: x1 */
-                         "sxtb16 %[w13], %[wv], ror #8\n\t"
-                         "sxtb16 %[wv], %[wv]\n\t"
-                         "smlabb %[a0], %[wv], %[x13], %[a0]\n\t"
-                         "smlatb %[a2], %[wv], %[x13], %[a2]\n\t"
-                         "smlabb %[a1], %[w13], %[x13], %[a1]\n\t"
-                         "smlatb %[a3], %[w13], %[x13], %[a3]\n\t"
-                         "ldr %[wv], [%[wr], %[oc], lsl #1]\n\t" /* tap 2: x2 */
-                         "add %[wr], %[wr], %[oc], lsl #1\n\t"
-                         "sxtb16 %[w13], %[wv], ror #8\n\t"
-                         "sxtb16 %[wv], %[wv]\n\t"
-                         "smlabt %[a0], %[wv], %[x02], %[a0]\n\t"
-                         "smlatt %[a2], %[wv], %[x02], %[a2]\n\t"
-                         "smlabt %[a1], %[w13], %[x02], %[a1]\n\t"
-                         "smlatt %[a3], %[w13], %[x02], %[a3]\n\t"
-                         "ldr %[wv], [%[wr], %[oc]]\n\t" /* tap 3: x3 */
-                         "add %[wr], %[wr], %[oc], lsl #1\n\t"
-                         "sxtb16 %[w13], %[wv], ror #8\n\t"
-                         "sxtb16 %[wv], %[wv]\n\t"
-                         "smlabt %[a0], %[wv], %[x13], %[a0]\n\t"
-                         "smlatt %[a2], %[wv], %[x13], %[a2]\n\t"
-                         "smlabt %[a1], %[w13], %[x13], %[a1]\n\t"
-                         "smlatt %[a3], %[w13], %[x13], %[a3]\n\t"
-                         "ldr %[wv], %[end]\n\t"
-                         "cmp %[win], %[wv]\n\t"
-                         "bne 1b"
-                         : [win] "+&r"(win), [wr] "+&r"(wr), [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2),
-                           [a3] "+&r"(a3), [x02] "=&r"(x02), [x13] "=&r"(x13), [wv] "=&r"(wv), [w13] "=&r"(w13)
-                         : [oc] "r"(oc), [o2] "r"(off2), [end] "m"(end)
-                         : "cc", "memory");
-        *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
-        return;
-    }
-    if (kw == 3 && kwp == 4 && rows > 0) { /* 3 wide (person_detect's node 0): a staged word per row, its three
-                                            * taps, the filter's next row 3 * oc bytes on (contiguous too) */
-        const int8_t *const end = win + rows * 4;
-        uint32_t x02, x13, wv, w13;
-        __asm__ volatile("1:\n\t"
-                         "ldr %[x13], [%[win]], #4\n\t"
-                         "sxtab16 %[x02], %[o2], %[x13]\n\t"
-                         "sxtab16 %[x13], %[o2], %[x13], ror #8\n\t"
-                         "ldr %[wv], [%[wr]]\n\t" /* tap 0: x0 */
-                         "sxtb16 %[w13], %[wv], ror #8\n\t"
-                         "sxtb16 %[wv], %[wv]\n\t"
-                         "smlabb %[a0], %[wv], %[x02], %[a0]\n\t"
-                         "smlatb %[a2], %[wv], %[x02], %[a2]\n\t"
-                         "smlabb %[a1], %[w13], %[x02], %[a1]\n\t"
-                         "smlatb %[a3], %[w13], %[x02], %[a3]\n\t"
-                         "ldr %[wv], [%[wr], %[oc]]\n\t" /* tap 1: x1 */
-                         "sxtb16 %[w13], %[wv], ror #8\n\t"
-                         "sxtb16 %[wv], %[wv]\n\t"
-                         "smlabb %[a0], %[wv], %[x13], %[a0]\n\t"
-                         "smlatb %[a2], %[wv], %[x13], %[a2]\n\t"
-                         "smlabb %[a1], %[w13], %[x13], %[a1]\n\t"
-                         "smlatb %[a3], %[w13], %[x13], %[a3]\n\t"
-                         "ldr %[wv], [%[wr], %[oc], lsl #1]\n\t" /* tap 2: x2 */
-                         "add %[wr], %[wr], %[oc], lsl #1\n\t"
-                         "add %[wr], %[wr], %[oc]\n\t"
-                         "sxtb16 %[w13], %[wv], ror #8\n\t"
-                         "sxtb16 %[wv], %[wv]\n\t"
-                         "smlabt %[a0], %[wv], %[x02], %[a0]\n\t"
-                         "smlatt %[a2], %[wv], %[x02], %[a2]\n\t"
-                         "smlabt %[a1], %[w13], %[x02], %[a1]\n\t"
-                         "smlatt %[a3], %[w13], %[x02], %[a3]\n\t"
-                         "ldr %[wv], %[end]\n\t"
-                         "cmp %[win], %[wv]\n\t"
-                         "bne 1b"
-                         : [win] "+&r"(win), [wr] "+&r"(wr), [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2),
-                           [a3] "+&r"(a3), [x02] "=&r"(x02), [x13] "=&r"(x13), [wv] "=&r"(wv), [w13] "=&r"(w13)
-                         : [oc] "r"(oc), [o2] "r"(off2), [end] "m"(end)
-                         : "cc", "memory");
+        if (kw == k4) /* kw % 4 == 0 (micro_speech's 10x8): rows * kw / 4 words, the filter's taps contiguous */
+            __asm__ volatile("1:\n\t" DW8_X "ldr %[wv], [%[wr]]\n\t" DW8_MAC4("x02", "b")
+                             "ldr %[wv], [%[wr], %[oc]]\n\t" DW8_MAC4("x13", "b")
+                             "ldr %[wv], [%[wr], %[oc], lsl #1]\n\t"
+                             "add %[wr], %[wr], %[oc], lsl #1\n\t" DW8_MAC4("x02", "t")
+                             "ldr %[wv], [%[wr], %[oc]]\n\t"
+                             "add %[wr], %[wr], %[oc], lsl #1\n\t" DW8_MAC4("x13", "t") DW8_LOOP
+                             : DW8_OUTPUTS : DW8_INPUTS : "cc", "memory");
+        else /* 3 wide (person_detect's node 0): a word per row, its three taps, the next row 3 * oc bytes on */
+            __asm__ volatile("1:\n\t" DW8_X "ldr %[wv], [%[wr]]\n\t" DW8_MAC4("x02", "b")
+                             "ldr %[wv], [%[wr], %[oc]]\n\t" DW8_MAC4("x13", "b")
+                             "ldr %[wv], [%[wr], %[oc], lsl #1]\n\t"
+                             "add %[wr], %[wr], %[oc], lsl #1\n\t"
+                             "add %[wr], %[wr], %[oc]\n\t" DW8_MAC4("x02", "t") DW8_LOOP
+                             : DW8_OUTPUTS : DW8_INPUTS : "cc", "memory");
         *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
         return;
     }
