@@ -164,9 +164,9 @@ def test_grid_rule_without_a_grid_within_the_aim(monkeypatch):
 def test_grid_rule_prices_depthwise_run_in_place():
     """mobilenet_v2 224's least-RAM grid (14x4) makes the arena's in-place tier the smallest, which runs its later
     depthwise layers in place; the rule prices their MACs (PATCH_INPLACE_DW_COST). With the in-place loop's DSP form
-    (3.4 instructions per MAC more than the same layers outside, QEMU M4: 1.18x the default plan measured) the grid
-    is estimated within the aim and kept; at the portable loop's price (20) it was not (the rule took 14x2 then: +28%
-    RAM, 1.05x measured). ~60 s: the model's stages are planned in full."""
+    (3.4 instructions per MAC more than the same layers outside, QEMU M4: 1.18x the default plan measured; priced 4)
+    the grid is estimated within the aim and kept; at the portable loop's price (20) it was not (the rule took 14x2
+    then: +28% RAM, 1.05x measured). ~60 s: the model's stages are planned in full."""
     from edge_sdk.runtime import patching
 
     model = read_model(shared_model("tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite").read_bytes())
