@@ -41,6 +41,10 @@ CASES = {
     "7x7-s1-valid": (1, 10, 12, 8, 7, 7, 1, "VALID", 1, 0.3),
     "2x4-s1-valid": (1, 6, 9, 9, 2, 4, 1, "VALID", 1, 0.09),
     "1x1-s2-valid": (1, 6, 7, 10, 1, 1, 2, "VALID", 1, 0.05),
+    # planes narrower than a word: a window's word reaches into the rows below, never past the plane's end
+    "1x1-w2": (1, 8, 2, 8, 1, 1, 1, "VALID", 1, 0.05),
+    "2x2-w2-same": (1, 8, 2, 8, 2, 2, 1, "SAME", 1, 0.09),
+    "3x3-w3-same": (1, 6, 3, 8, 3, 3, 1, "SAME", 1, 0.09),
 }
 
 

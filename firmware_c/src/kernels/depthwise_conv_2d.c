@@ -1553,14 +1553,15 @@ static void dw_plane_run(const dw_data_t *d, const int8_t *p, int32_t n, const u
     }
 }
 
-/* The output columns [*a, *b) of row oy whose windows dw_plane_run takes: every tap inside the input, and the
- * last word of the last window row inside the plane (4 * nq bytes from the window's left column). */
+/* The output columns [*a, *b) of row oy whose windows dw_plane_run takes: every tap inside the input, and every
+ * word it reads inside the plane (4 * nq bytes from a window row's left column: past the window they run into the
+ * next rows, and on a plane narrower than the word past the last row's end unless the rows below leave room). */
 static void dw_plane_cols(const dw_data_t *d, int32_t iy0, int32_t nq, int32_t *a, int32_t *b) {
     const int32_t w = d->geo.w, pl = d->geo.pl, sw = d->sw;
-    const int32_t last_row = iy0 + (d->kh - 1) * d->dh == d->geo.h - 1;
-    const int32_t reach = last_row && 4 * nq > d->kw ? 4 * nq : d->kw; /* bytes read from the left column */
+    const int32_t room = (d->geo.h - (iy0 + (d->kh - 1) * d->dh)) * w; /* bytes from the last window row's start */
+    const int32_t last = w - d->kw < room - 4 * nq ? w - d->kw : room - 4 * nq; /* the largest left column */
     *a = pl > 0 ? (pl + sw - 1) / sw : 0;
-    *b = w - reach + pl >= 0 ? (w - reach + pl) / sw + 1 : 0;
+    *b = last + pl >= 0 ? (last + pl) / sw + 1 : 0;
     if (*b > d->geo.ow) *b = d->geo.ow;
     if (*a > *b) *a = *b;
 }
