@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import needs_c_runtime
+from tests.test_profile import needs_qemu, state  # noqa: F401 (a fixture: the board state, boards stopped after)
 
 ROOT = Path(__file__).resolve().parent.parent
 FW = ROOT / "firmware_c"
@@ -158,3 +159,50 @@ def test_detection_decoding_single_precision_within_tolerance(single_runner, tmp
     np.testing.assert_array_equal(got[1][:, :k], want[1][:, :k])  # the same detections, classes
     np.testing.assert_array_equal(got[2][:, :k], want[2][:, :k])  # and scores (exact: one rounding either way)
     np.testing.assert_allclose(got[0][:, :k], want[0][:, :k], rtol=0, atol=1e-5)  # boxes: within an ulp or so
+
+
+def _floor_div_inputs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs whose quotients sit on, and one ulp beside, integers (where a float quotient rounds onto the integer
+    above the exact one), tiny and huge quotients, signs mixed."""
+    rng = np.random.default_rng(25)
+    y = (rng.uniform(0.1, 100, n) * rng.choice([-1, 1], n)).astype(np.float32)
+    k = rng.integers(-100000, 100000, n).astype(np.float32)
+    x = (k * y).astype(np.float32)
+    step = rng.choice([-1, 0, 1], n).astype(np.int32)
+    x = (x.view(np.int32) + step * (x != 0)).view(np.float32)
+    x[:8] = np.array([1e-30, -1e-30, 3e38, -3e38, 0.0, -0.0, 7.0, -7.0], np.float32)
+    return x.reshape(1, n), y.reshape(1, n)
+
+
+@pytest.mark.slow
+@needs_qemu
+@pytest.mark.parametrize("case", ["gelu", "gelu-tanh", "floor_div", "detection"])
+def test_single_precision_ops_on_the_m4_board(state, tmp_path, case):  # noqa: F811
+    """On the QEMU M4 itself (its FPU: single precision, VFMS for FLOOR_DIV's remainder): GELU and the detection op
+    within `edge profile`'s float tolerance of the host (double), FLOOR_DIV bit for bit. ~20 s a case."""
+    from edge_sdk.tools.profile import profile_model
+    from tests.oprunner import T, op_model
+    from tests.test_ops_detection_audio import detection_inputs, detection_model
+
+    if case.startswith("gelu"):
+        x = np.linspace(-12, 12, 512).astype(np.float32).reshape(1, 512)
+        model = op_model("GELU", [T(x.shape, "FLOAT32")], [T(x.shape, "FLOAT32")], {"approximate": case != "gelu"})
+        np.save(tmp_path / "in.npy", x)
+        inputs = tmp_path / "in.npy"
+    elif case == "floor_div":
+        x, y = _floor_div_inputs(512)
+        model = op_model("FLOOR_DIV", [T(x.shape, "FLOAT32"), T(y.shape, "FLOAT32")], [T(x.shape, "FLOAT32")])
+        np.savez(tmp_path / "in.npz", x, y)
+        inputs = tmp_path / "in.npz"
+    else:
+        model = detection_model(3, 1, max_det=6, per_anchor=1, regular=True)
+        np.savez(tmp_path / "in.npz", *detection_inputs(3, 1))
+        inputs = tmp_path / "in.npz"
+    path = tmp_path / f"{case}.tflite"
+    path.write_bytes(model)
+    r = profile_model(path, "qemu-mps2-an386", runs=1, inputs=str(inputs), build_dir=tmp_path / "fw")
+    assert r["validated"] is True and r["mismatches"] == [], r
+    for f in r["float_outputs"]:
+        assert f["within"] is True, f
+        if case == "floor_div":
+            assert f["bit_exact"] is True, f
