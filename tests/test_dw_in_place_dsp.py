@@ -52,9 +52,10 @@ def _out(n, k, stride, padding, dil=1):
     return (n + stride - 1) // stride if padding == "SAME" else (n - (k - 1) * dil - 1) // stride + 1
 
 
-def _model(name) -> bytes:
-    """x (one channel) -> CONCATENATION of c copies (r1) -> DEPTHWISE_CONV_2D (per-channel int8 weights, bias) ->
-    MAX_POOL_2D -> y. r1 dies at the depthwise, which the in-place plan runs over it."""
+def _model(name, filter_zp: int = 0) -> bytes:
+    """x (one channel) -> CONCATENATION of c copies (r1) -> DEPTHWISE_CONV_2D (per-channel int8 weights, bias; with
+    ``filter_zp`` per-tensor weights of that zero point, a legacy uint8 layer's form) -> MAX_POOL_2D -> y. r1 dies at
+    the depthwise, which the in-place plan runs over it."""
     n, h, w, c, kh, kw, stride, padding, dil, oscale = CASES[name]
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     oh, ow = _out(h, kh, stride, padding, dil), _out(w, kw, stride, padding)
@@ -62,7 +63,9 @@ def _model(name) -> bytes:
     qx = Quantization(np.array([0.04], np.float32), np.array([-5], np.int64))
     qy = Quantization(np.array([oscale], np.float32), np.array([7], np.int64))
     qw = Quantization(rng.uniform(0.002, 0.02, c).astype(np.float32), np.zeros(c, np.int64), 3)
-    qb = Quantization((0.04 * qw.scale).astype(np.float32), np.zeros(c, np.int64))
+    if filter_zp:
+        qw = Quantization(np.array([0.01], np.float32), np.array([filter_zp], np.int64))
+    qb = Quantization((0.04 * qw.scale).astype(np.float32), np.zeros(qw.scale.size, np.int64))
     lim = 4 if oscale < 0.01 else 128  # the generic case: small sums, or every output saturates
     wt = rng.integers(-lim + 1, lim, (1, kh, kw, c)).astype(np.int8)
     bias = rng.integers(-lim * 16, lim * 16, c).astype(np.int32)
@@ -130,6 +133,26 @@ def test_in_place_depthwise_dsp_equals_portable_python_and_tflm(dsp_runner, name
     py.invoke()
     np.testing.assert_array_equal(py.get_tensor(py.get_output_details()[0]["index"]), want)
     np.testing.assert_array_equal(_run_c(data, "inplace", feeds), want)  # the portable in-place loop
+    got = _runner(dsp_runner, data, feeds, want, tmp_path, "--memory-min")
+    off = _offsets(dsp_runner, tmp_path)
+    assert off[1] == off[4], "the depthwise did not run in place"
+    np.testing.assert_array_equal(got, want)
+    assert np.unique(want).size > 5, "degenerate case: output saturated"
+
+
+@pytest.mark.parametrize("name", ["3x3-s1-same", "5x5-s2-valid", "2x4-s1-valid"])
+def test_in_place_depthwise_dsp_with_a_filter_zero_point(dsp_runner, name, tmp_path):
+    """Per-tensor weights with a zero point (legacy uint8 layers: (w + filter offset) paired, 0 past kw): the DSP
+    in-place run == the portable one == our Python interpreter (LiteRT / TFLM take no int8 filter zero point)."""
+    data = _model(name, filter_zp=5)
+    n, h, w = CASES[name][:3]
+    feeds = [np.random.default_rng(zlib.crc32(name.encode()) + 2).integers(-128, 128, (n, h, w, 1)).astype(np.int8)]
+    py = Interpreter(model_content=data, memory="layer")
+    py.allocate_tensors()
+    py.set_tensor(py.get_input_details()[0]["index"], feeds[0])
+    py.invoke()
+    want = py.get_tensor(py.get_output_details()[0]["index"])
+    np.testing.assert_array_equal(_run_c(data, "inplace", feeds), want)
     got = _runner(dsp_runner, data, feeds, want, tmp_path, "--memory-min")
     off = _offsets(dsp_runner, tmp_path)
     assert off[1] == off[4], "the depthwise did not run in place"
