@@ -722,14 +722,17 @@ def _falls_back(facts: _Facts) -> bool:
 # look as dear as any.
 PATCH_RECOMPUTE_COST = 1.3
 # The least-RAM plan's in-place depthwise (inplace_aliases: a node's output over its input, through a plane buffer)
-# is the portable channel-by-channel loop: ~38 more instructions per MAC on the QEMU M4 (mobilenet_v2 224 under
-# grid 14x4, where the arena's in-place tier is the smallest: its 28x28x192 depthwise 5,827,240 -> 57,960,000, the
-# 14x14x576 ones 5,090,720 -> 43,925,600, 7x7x960 2,715,680 -> 18,733,240; 1.80x the default plan in all, 1.02x in
-# strips of grid 14x1, 1.05x at 14x2, whose plans run none in place). Over a model's mean (~1.75 instructions per
-# MAC there) that is ~20 per MAC of such a node. (Fitted before the in-place loop read its taps once a channel:
-# mobilenet_v2 224 at 14x4 then 878,155,480 instructions, 1.67x, ~31 more per MAC in place: the figure prices them
-# ~15% high; not re-fitted, the recorded section-7 run chose its grids with it.)
-PATCH_INPLACE_DW_COST = 20.0
+# costs more instructions than the kernel it replaces: the channel's plane is gathered first, and its border windows
+# run tap by tap. On DSP cores its inside windows take a word of four taps per row (depthwise_conv_2d.c
+# dw_plane_run). Measured on the QEMU M4 (2026-12-04, session 18), over the same layers run outside it:
+#   mobilenet_v2 224 at its least-RAM grid 14x4, 12 layers 3x3 in place (12,023,424 MACs): +3.4 instructions per MAC
+#     (2.9 at 28x28, 4.1 at 14x14, 6.8-9.8 at 7x7), ~1.9 over the model's mean (1.75); the model 1.18x its default plan.
+#   mobilenet_v3s 96 (the zoo) at grid 6x1, its 5x5 layers in place on planes of 12x12 down to 3x3, nearly all border:
+#     ~14 per MAC, ~5 over its mean (2.82); the model 1.54x (its 5x1 grid, none in place: 1.03x).
+# The price sits between them: 4 keeps mobilenet_v2's grid within the aim (estimate 1.18x) and prices v3s's 6x1
+# over it (~1.43x estimated; 5x1 kept). (The portable channel-by-channel loop before the DSP one: ~38 per MAC, priced
+# 20: mobilenet_v2 at 14x4 1.80x.) A price per layer from its border share would fit both.
+PATCH_INPLACE_DW_COST = 4.0
 
 
 # The least-RAM plan's grid rule (issue 25: the least-RAM plan <= 1.5x the default plan's instructions): least RAM
@@ -739,8 +742,10 @@ PATCH_INPLACE_DW_COST = 20.0
 # at most (1 + PATCH_GRID_RULE[1]) x the least RAM, else the lowest estimate within that RAM; the plan says which
 # rule chose it (PatchPlan.why). Why 1.25 and not 1.5: the estimate leaves out the least-RAM request's other costs
 # (above: person_detect measured 0.3x above it). Why a 35% slack: mobilenet_v2 224's least-RAM grid (14x4, tensor
-# plan 301,056 B) runs its later depthwise layers in place (1.80x); the nearest grid that runs none, 14x2, needs
-# 392,448 B (+30%; the board's arena 495,464 B = 0.19x TFLM's, 1.05x the default plan's instructions). A grid
+# plan 301,056 B) runs its later depthwise layers in place (1.80x with the portable in-place loop); the nearest grid
+# that runs none, 14x2, needs 392,448 B (+30%; the board's arena 495,464 B = 0.19x TFLM's, 1.05x the default plan's
+# instructions). With the in-place loop's DSP form 14x4 is estimated within the aim and kept: 410,424 B on the
+# board (0.16x TFLM's), 1.18x the default plan's instructions. A grid
 # whose estimate is within the aim is kept however much less RAM another would take: person_detect's 12x6 (its arena
 # aim, <= 0.5x TFLM's 85,264 B, leaves it no other: 12x4 took 43,912 B on the board).
 PATCH_GRID_RULE = (1.25, 0.35)  # (aim: estimated instructions x the default plan's, RAM slack: fraction over the least)
@@ -980,6 +985,13 @@ def folded_pads(model, infos: list[list]) -> list[PadFold]:
 # them when the layer plan is over the target's RAM budget) keep the 8-bit filter as stored (the plain loop). The C
 # runtime follows the init flag those plans set (EDGE_INIT_MEMORY_MIN: edge_least_ram in depthwise_conv_2d.c).
 COMPACT_PLANS = ("inplace", "min")  # the memory= requests whose firmware keeps compact kernel tables
+# What the 8-bit form costs, per MAC of such a layer, over the pre-paired one on a Cortex-M4 (QEMU mps2-an386, edge
+# flash + edge profile, session 18): micro_speech_quantized, whose node 1 (10x8, multiplier 8: 320,000 MACs) is
+# nearly all of it, 667,120 instructions pre-paired, 1,046,720 on the 8-bit filter (its asm loop: 36 instructions
+# per 16 MACs against the SMLAD loop's 17; both widen each staged input once per four outputs): +379,600, 1.19 a MAC.
+# That is why micro_speech's least-RAM plan costs 1.57x the default plan's instructions with no patch stage: it
+# trades them for the 1,280 B copy (its arena 8,144 -> 6,800 B, below TFLM's 6,836).
+DSP_8BIT_FILTER_COST = 1.2
 
 
 def dsp_paired_filters(model) -> list[tuple[int, int, int]]:
@@ -1009,20 +1021,35 @@ def dsp_filter_form(memory: str | None) -> str:
     return "8-bit" if memory in COMPACT_PLANS else "pre-paired"
 
 
+def _paired_macs(model, paired) -> int:
+    """The MACs of the depthwise nodes ``paired`` (dsp_paired_filters' rows): output elements x kh x kw."""
+    total = 0
+    for s, i, _ in paired:
+        sg = model.subgraphs[s]
+        op = sg.operators[i]
+        w, y = sg.tensors[op.inputs[1]], sg.tensors[op.outputs[0]]
+        total += math.prod(int(v) for v in y.shape) * int(w.shape[1]) * int(w.shape[2])
+    return total
+
+
 def dsp_filter_words(model, memory: str | None) -> str | None:
-    """One line saying which depthwise filter form was chosen and what the other would cost, or None when the model
-    has no depthwise layer a DSP core pre-pairs."""
+    """One line saying which depthwise filter form was chosen and what the other would cost (bytes, and
+    instructions on a DSP core: DSP_8BIT_FILTER_COST per MAC of those layers), or None when the model has no
+    depthwise layer a DSP core pre-pairs."""
     paired = dsp_paired_filters(model)
     if not paired:
         return None
     nbytes = sum(b for _, _, b in paired)
     nodes = ", ".join(f"{'subgraph %d ' % s if s else ''}node {i}" for s, i, _ in paired)
+    macs = _paired_macs(model, paired)
+    price = (f"~{DSP_8BIT_FILTER_COST * macs:,.0f} instructions an invoke on a Cortex-M4 (~{DSP_8BIT_FILTER_COST} a "
+             f"MAC of their {macs:,})")
     if dsp_filter_form(memory) == "8-bit":
         return (f"depthwise filters: 8-bit as stored ({nodes}; the least-RAM request --memory {memory}): "
-                f"{nbytes} B less arena than the pre-paired int16 copies the layer-by-layer plan takes for fewer "
-                "DSP instructions")
-    return (f"depthwise filters: pre-paired int16 for SMLAD ({nodes}): {nbytes} B of arena for fewer DSP "
-            "instructions; --memory inplace or min keeps the 8-bit filter")
+                f"{nbytes} B less arena than the pre-paired int16 copies the layer-by-layer plan takes, for {price} "
+                "more, with or without a patch stage")
+    return (f"depthwise filters: pre-paired int16 for SMLAD ({nodes}): {nbytes} B of arena for {price} fewer; "
+            "--memory inplace or min keeps the 8-bit filter")
 
 
 # ------------------------------------------------------------------------------- what the C runtime is given

@@ -581,6 +581,26 @@ static inline float ea_tanh_f32(float v) {
 #endif
 }
 
+/* FLOOR_DIV float32: floor((double)x / (double)y) rounded to float (LiteRT's floor_div.cc), the same bits in single
+ * precision where EDGE_FLOAT_MATH_SINGLE: q = x / y rounded to float; a q that is not an integer has no integer
+ * between it and the exact quotient (|q| < 2^23; an integer there, representable, would be nearer), so floor(q) is
+ * the floor; an integer q below 2^24 may sit just above the exact quotient: the remainder x - q * y (exact for the
+ * rounded quotient, one FMA) says which side (its sign against y's), and a 24-bit quotient's double is never an
+ * integer it is not, so the double expression floors the same. Quotients from 2^24 (rounded to even there) keep
+ * the double expression; infinities and NaN pass as they do through it. */
+static inline float ea_floor_div_f32(float x, float y) {
+#if EDGE_FLOAT_MATH_SINGLE
+    const float q = x / y, f = floorf(q), big = 16777216.0f;
+    if (f != q && fabsf(q) < big) return f;
+    if (f == q && fabsf(q) < big) {
+        const float r = fmaf(-q, y, x);
+        return (r != 0.0f && r == r && ((r < 0.0f) != (y < 0.0f))) ? f - 1.0f : f; /* r NaN: y infinite */
+    }
+    if (!(fabsf(q) < 3.4028234663852886e38f)) return f; /* inf, NaN */
+#endif
+    return (float)floor((double)x / (double)y);
+}
+
 static inline void ea_sigmoid_span(const edge_node_t *node, edge_ctx_t *ctx, const void *xv, void *yv, int64_t n,
                                    int is_tanh) {
     const ea_sigmoid_data_t *d = (const ea_sigmoid_data_t *)node->user_data;

@@ -150,7 +150,7 @@ static void binary_math_row(const void *op_data, const void *a, int32_t sa, cons
         const float *x1 = (const float *)a, *x2 = (const float *)b;
         float *o = (float *)y;
         if (d->op == OP_FLOOR_DIV)
-            for (i = 0; i < n; i++) o[i] = (float)floor((double)x1[(int64_t)i * sa] / (double)x2[(int64_t)i * sb]);
+            for (i = 0; i < n; i++) o[i] = ea_floor_div_f32(x1[(int64_t)i * sa], x2[(int64_t)i * sb]);
         else if (d->op == OP_FLOOR_MOD)
             for (i = 0; i < n; i++) o[i] = floor_mod_f32(x1[(int64_t)i * sa], x2[(int64_t)i * sb]);
         else

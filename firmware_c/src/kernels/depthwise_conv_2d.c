@@ -1127,6 +1127,29 @@ static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, co
  * every group of four outputs runs DW_MULT4 over the staged taps from its bias and stores four bytes. Each
  * input value is loaded once per group (CMSIS-NN loads it once per output). The sums are the reference's mod
  * 2^32, the requantization edge_rq (dw_store4) or edge_mbqm: bit-exact. */
+#if EDGE_DSP_ASM
+/* dw_mult8_group's asm loops (the C loop spilled: 4.5 instructions per MAC on the M4; these: 36 per 16 MACs, every
+ * value in a register). DW8_X: the next staged word, SXTAB16 into (x0, x2) / (x1, x3) with the input offset;
+ * DW8_MAC4(XH, B): the tap word wv widened (SXTB16: (w0, w2) / (w1, w3) of outputs ch..ch+3) times the bottom ("b")
+ * or top ("t") half of XH, into a0..a3; DW8_LOOP: on to the window's end. */
+#define DW8_X                                                                                               \
+    "ldr %[x13], [%[win]], #4\n\t"                                                                          \
+    "sxtab16 %[x02], %[o2], %[x13]\n\t"                                                                     \
+    "sxtab16 %[x13], %[o2], %[x13], ror #8\n\t"
+#define DW8_MAC4(XH, B)                                                                                     \
+    "sxtb16 %[w13], %[wv], ror #8\n\t"                                                                      \
+    "sxtb16 %[wv], %[wv]\n\t"                                                                               \
+    "smlab" B " %[a0], %[wv], %[" XH "], %[a0]\n\t"                                                         \
+    "smlat" B " %[a2], %[wv], %[" XH "], %[a2]\n\t"                                                         \
+    "smlab" B " %[a1], %[w13], %[" XH "], %[a1]\n\t"                                                        \
+    "smlat" B " %[a3], %[w13], %[" XH "], %[a3]\n\t"
+#define DW8_LOOP "ldr %[wv], %[end]\n\tcmp %[win], %[wv]\n\tbne 1b"
+#define DW8_OUTPUTS                                                                                         \
+    [win] "+&r"(win), [wr] "+&r"(wr), [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3),          \
+        [x02] "=&r"(x02), [x13] "=&r"(x13), [wv] "=&r"(wv), [w13] "=&r"(w13)
+#define DW8_INPUTS [oc] "r"(oc), [o2] "r"(off2), [end] "m"(end)
+#endif
+
 /* The 8-bit filter (the least-RAM request): outputs ch..ch+3 += their taps over the staged window rows (kwp bytes
  * each, the zero point in the padding) from wr, the weight word of those outputs at the first staged row's tap 0
  * (the next tap oc bytes on). Four taps at a time: one word of staged inputs, SXTAB16 adds the offset into
@@ -1139,6 +1162,29 @@ static void dw_mult8_group(const int8_t *win, const int8_t *wr, int32_t rows, in
     uint32_t a0 = *p0, a1 = *p1, a2 = *p2, a3 = *p3;
     const int32_t k4 = kw & ~3;
     int32_t fy, fx;
+#if EDGE_DSP_ASM
+    if (rows > 0 && (kw == k4 || (kw == 3 && kwp == 4))) {
+        const int8_t *const end = win + rows * kwp;
+        uint32_t x02, x13, wv, w13;
+        if (kw == k4) /* kw % 4 == 0 (micro_speech's 10x8): rows * kw / 4 words, the filter's taps contiguous */
+            __asm__ volatile("1:\n\t" DW8_X "ldr %[wv], [%[wr]]\n\t" DW8_MAC4("x02", "b")
+                             "ldr %[wv], [%[wr], %[oc]]\n\t" DW8_MAC4("x13", "b")
+                             "ldr %[wv], [%[wr], %[oc], lsl #1]\n\t"
+                             "add %[wr], %[wr], %[oc], lsl #1\n\t" DW8_MAC4("x02", "t")
+                             "ldr %[wv], [%[wr], %[oc]]\n\t"
+                             "add %[wr], %[wr], %[oc], lsl #1\n\t" DW8_MAC4("x13", "t") DW8_LOOP
+                             : DW8_OUTPUTS : DW8_INPUTS : "cc", "memory");
+        else /* 3 wide (person_detect's node 0): a word per row, its three taps, the next row 3 * oc bytes on */
+            __asm__ volatile("1:\n\t" DW8_X "ldr %[wv], [%[wr]]\n\t" DW8_MAC4("x02", "b")
+                             "ldr %[wv], [%[wr], %[oc]]\n\t" DW8_MAC4("x13", "b")
+                             "ldr %[wv], [%[wr], %[oc], lsl #1]\n\t"
+                             "add %[wr], %[wr], %[oc], lsl #1\n\t"
+                             "add %[wr], %[wr], %[oc]\n\t" DW8_MAC4("x02", "t") DW8_LOOP
+                             : DW8_OUTPUTS : DW8_INPUTS : "cc", "memory");
+        *p0 = a0, *p1 = a1, *p2 = a2, *p3 = a3;
+        return;
+    }
+#endif
     for (fy = 0; fy < rows; fy++, win += kwp) {
         for (fx = 0; fx < k4; fx += 4, wr += 4 * oc) {
             const uint32_t xv = edge_get32(win + fx), x02 = edge_sadd16(edge_sxtb16(xv), off2),
@@ -1440,31 +1486,127 @@ static void dw_float(const dw_data_t *d, const float *x, const float *wt, const 
  * and the same requantization (dw_out8) as dw_int8: bit-exact. A channel's taps (weight + filter offset) are read
  * once into DW_PLANE_TAPS int16 on the stack (a filter of more taps reads them in place) and indices stay 32-bit
  * (the plane is h x w bytes of one channel; the arena is below 2^31): mobilenet_v2's 3x3 layers took ~38
- * instructions more per MAC than dw_int8 on a Cortex-M4 with every tap's weight read at a 64-bit index. */
+ * instructions more per MAC than dw_int8 on a Cortex-M4 with every tap's weight read at a 64-bit index.
+ * On DSP cores the windows inside the input (dw_plane_run) take four taps of a row per word instead. */
 #define DW_PLANE_TAPS 25 /* up to 5x5: 50 bytes of stack */
+
+#if EDGE_DSP
+#define DW_PLANE_WORDS 32 /* paired weight words on the stack: kh * ceil(kw / 4) * 2 (up to 8x8, 16x4) */
+
+/* One channel's taps paired for SMLAD (wp: per filter row fy and word q of four taps, (w[4q], w[4q+2]) and
+ * (w[4q+1], w[4q+3]) as int16 halves, weight + filter offset, 0 past kw), the halves SXTAB16 makes of a word of
+ * four inputs: (x0, x2) and (x1, x3). Returns the words per row (0: no DSP run, the layer's filter too big). */
+static int32_t dw_plane_pair(const dw_data_t *d, const int8_t *wt, int32_t ch, uint32_t *wp) {
+    const int32_t kw = d->kw, nq = (kw + 3) / 4, c = d->c, fo = d->filter_offset;
+    int32_t fy, fx;
+    if (d->dw != 1 || d->kh * nq * 2 > DW_PLANE_WORDS) return 0;
+    for (fy = 0; fy < d->kh; fy++)
+        for (fx = 0; fx < 4 * nq; fx++) {
+            const uint32_t v = fx < kw ? (uint32_t)(uint16_t)(int16_t)(wt[(fy * kw + fx) * c + ch] + fo) : 0u;
+            uint32_t *word = wp + (fy * nq + fx / 4) * 2 + (fx & 1);
+            *word = (fx & 2) ? (*word | v << 16) : v;
+        }
+    return nq;
+}
+
+/* n >= 1 output pixels of one channel whose windows lie inside the plane (the first at p, the next sw bytes on;
+ * the window rows xrow bytes apart), each word of four taps SXTAB16-widened with the input offset (int16: x + off
+ * in [-255, 255]) and multiplied by two SMLAD: 5 instructions per row of a 3x3 window, whose 4th tap has weight 0
+ * (the word may read one byte past the window: the caller keeps it inside the plane). The sums are the
+ * reference's mod 2^32, requantized as dw_out8. */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* its own registers: the caller's loop keeps the row's state */
+#endif
+static void dw_plane_run(const dw_data_t *d, const int8_t *p, int32_t n, const uint32_t *wp, int32_t nq,
+                         uint32_t acc0, int8_t *y, int32_t ch) {
+    const int32_t sw = d->sw, xrow = d->dh * d->geo.w, kh = d->kh, c = d->c;
+    const int32_t zp = d->output_offset, lo = d->lo, hi = d->hi;
+    const uint32_t off2 = (uint32_t)(uint16_t)d->input_offset * 0x10001u;
+    const edge_rq_t q = d->rq_generic ? (edge_rq_t){0, 0} : edge_rq_at(d->rq, d->oc, ch);
+    int32_t fy, k;
+    if (kh == 3 && nq == 1 && !d->rq_generic) { /* 3x3: the six words in registers, no per-pixel dispatch */
+        const uint32_t w0 = wp[0], w1 = wp[1], w2 = wp[2], w3 = wp[3], w4 = wp[4], w5 = wp[5];
+        for (; n > 0; n--, p += sw, y += c) {
+            uint32_t v = edge_get32(p), acc = edge_smlad(edge_sxtab16(off2, v), w0, acc0);
+            acc = edge_smlad(edge_sxtab16_ror8(off2, v), w1, acc);
+            v = edge_get32(p + xrow);
+            acc = edge_smlad(edge_sxtab16(off2, v), w2, acc);
+            acc = edge_smlad(edge_sxtab16_ror8(off2, v), w3, acc);
+            v = edge_get32(p + 2 * xrow);
+            acc = edge_smlad(edge_sxtab16(off2, v), w4, acc);
+            acc = edge_smlad(edge_sxtab16_ror8(off2, v), w5, acc);
+            *y = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)acc, zp), lo, hi);
+        }
+        return;
+    }
+    for (; n > 0; n--, p += sw, y += c) {
+        const uint32_t *w = wp;
+        const int8_t *r = p;
+        uint32_t acc = acc0;
+        for (fy = 0; fy < kh; fy++, r += xrow)
+            for (k = 0; k < nq; k++, w += 2) {
+                const uint32_t v = edge_get32(r + 4 * k);
+                acc = edge_smlad(edge_sxtab16(off2, v), w[0], acc);
+                acc = edge_smlad(edge_sxtab16_ror8(off2, v), w[1], acc);
+            }
+        *y = d->rq_generic ? dw_out8(d, acc, ch) : (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)acc, zp), lo, hi);
+    }
+}
+
+/* The output columns [*a, *b) of row oy whose windows dw_plane_run takes: every tap inside the input, and every
+ * word it reads inside the plane (4 * nq bytes from a window row's left column: past the window they run into the
+ * next rows, and on a plane narrower than the word past the last row's end unless the rows below leave room). */
+static void dw_plane_cols(const dw_data_t *d, int32_t iy0, int32_t nq, int32_t *a, int32_t *b) {
+    const int32_t w = d->geo.w, pl = d->geo.pl, sw = d->sw;
+    const int32_t room = (d->geo.h - (iy0 + (d->kh - 1) * d->dh)) * w; /* bytes from the last window row's start */
+    const int32_t last = w - d->kw < room - 4 * nq ? w - d->kw : room - 4 * nq; /* the largest left column */
+    *a = pl > 0 ? (pl + sw - 1) / sw : 0;
+    *b = last + pl >= 0 ? (last + pl) / sw + 1 : 0;
+    if (*b > d->geo.ow) *b = d->geo.ow;
+    if (*a > *b) *a = *b;
+}
+#endif
 
 static void dw_int8_in_place(const dw_data_t *d, int8_t *buf, const int8_t *wt, const int32_t *bias,
                              int8_t *plane) {
     const int32_t c = d->c, off = d->input_offset, fo = d->filter_offset, kh = d->kh, kw = d->kw;
     const int32_t h = d->geo.h, w = d->geo.w, oh = d->geo.oh, ow = d->geo.ow, dh = d->dh, dwl = d->dw;
-    const int32_t staged = kh * kw <= DW_PLANE_TAPS;
+    const int32_t staged = kh * kw <= DW_PLANE_TAPS, zo = d->output_offset;
     int16_t taps[DW_PLANE_TAPS];
-    int32_t b, ch, oy, ox, fy, fx, fy0, fy1, fx0, fx1, k;
+    int32_t b, ch, oy, ox, fy, fx, fy0, fy1, fx0, fx1, k, nq = 0, oxa = 0, oxb = 0;
+#if EDGE_DSP
+    uint32_t wp[DW_PLANE_WORDS];
+#endif
     for (b = 0; b < d->n; b++) {
         const int8_t *xb = buf + (int64_t)b * h * w * c;
         int8_t *yb = buf + (int64_t)b * oh * ow * c;
         for (ch = 0; ch < c; ch++) {
             const uint32_t acc0 = bias ? (uint32_t)bias[ch] : 0u;
+            const edge_rq_t q = d->rq_generic ? (edge_rq_t){0, 0} : edge_rq_at(d->rq, d->oc, ch);
             int8_t *y = yb + ch;
             for (k = 0; k < h * w; k++) plane[k] = xb[k * c + ch];
             if (staged)
                 for (k = 0; k < kh * kw; k++) taps[k] = (int16_t)(wt[k * c + ch] + fo);
+#if EDGE_DSP
+            nq = dw_plane_pair(d, wt, ch, wp);
+#endif
             for (oy = 0; oy < oh; oy++) {
                 const int32_t iy0 = oy * d->sh - d->geo.pt;
                 edge_conv_taps(iy0, dh, h, kh, &fy0, &fy1);
+#if EDGE_DSP
+                if (nq && fy0 == 0 && fy1 == kh) dw_plane_cols(d, iy0, nq, &oxa, &oxb);
+                else oxa = oxb = 0;
+#endif
                 for (ox = 0; ox < ow; ox++, y += c) {
                     const int32_t ix0 = ox * d->sw - d->geo.pl;
                     uint32_t acc = acc0;
+#if EDGE_DSP
+                    if (ox == oxa && oxa < oxb) { /* the row's windows inside the plane */
+                        dw_plane_run(d, plane + iy0 * w + ix0, oxb - oxa, wp, nq, acc0, y, ch);
+                        y += (oxb - oxa - 1) * c, ox = oxb - 1; /* the loop steps to oxb */
+                        continue;
+                    }
+#endif
                     edge_conv_taps(ix0, dwl, w, kw, &fx0, &fx1);
                     for (fy = fy0; fy < fy1; fy++) {
                         const int8_t *row = plane + (iy0 + fy * dh) * w + ix0;
@@ -1476,11 +1618,13 @@ static void dw_int8_in_place(const dw_data_t *d, int8_t *buf, const int8_t *wt, 
                                 acc += (uint32_t)((row[fx * dwl] + off) * (wt[(fy * kw + fx) * c + ch] + fo));
                         }
                     }
-                    *y = dw_out8(d, acc, ch);
+                    *y = d->rq_generic ? dw_out8(d, acc, ch)
+                                       : (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)acc, zo), d->lo, d->hi);
                 }
             }
         }
     }
+    (void)nq, (void)oxa, (void)oxb;
 }
 
 #define DW_STACK_Q 16 /* channels eval unpacks on the stack for dw_int8_mult (8 bytes each) */

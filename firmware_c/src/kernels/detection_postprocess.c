@@ -7,14 +7,15 @@
  *          LiteRT reads them
  *  outputs (FLOAT32): boxes [1, D, 4], classes [1, D], scores [1, D], num_detections [1]; D = max_detections *
  *          max_classes_per_detection; slots nothing fills are 0.
- * Decoding in double (libm exp), rounded to float32; IoU in float32; candidates in LiteRT's stable order (a heap
- * by score, ties in anchor order: dp_nms).
+ * Decoding in double (libm exp), rounded to float32 (in single precision on cores without a double FPU); IoU in
+ * float32; candidates in LiteRT's stable order (a heap by score, ties in anchor order: dp_nms).
  * Scratch: decoded boxes, dequantized scores, one score column, the candidate heap, a merge buffer, the kept list.
  */
 #include <math.h>
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_fixedpoint_act.h"
 #include "../edge_flexbuffers.h"
 
 EDGE_CUSTOM_KERNEL("TFLite_Detection_PostProcess", detection_postprocess, 1, "FLOAT32 UINT8 INT8", "scores FLOAT32/UINT8/INT8")
@@ -250,33 +251,42 @@ void edge_eval_detection_postprocess(const edge_node_t *node, edge_ctx_t *ctx) {
         }
         anchors = buf;
     }
-    /* decode: (y, x, h, w) against the anchors, in double */
+    /* decode: (y, x, h, w) against the anchors, in double (LiteRT's DecodeCenterSizeBoxes), in single precision on
+     * cores without a double FPU (EDGE_FLOAT_MATH_SINGLE, edge_fixedpoint_act.h) */
     for (i = 0; i < n; i++) {
         float e[4];
         const float *a = anchors + 4 * i;
-        double yc, xc, hh, hw;
+        float yc, xc, hh, hw;
         for (k = 0; k < 4; k++)
             e[k] = d->enc_type == EDGE_UINT8
                        ? ((float)((const uint8_t *)enc->data)[i * d->enc_width + k] - (float)d->enc_zp) * d->enc_scale
                    : d->enc_type == EDGE_INT8
                        ? ((float)((const int8_t *)enc->data)[i * d->enc_width + k] - (float)d->enc_zp) * d->enc_scale
                        : ((const float *)enc->data)[i * d->enc_width + k];
-        yc = (double)(float)((double)e[0] / (double)d->scale_y * (double)a[2] + (double)a[0]);
-        xc = (double)(float)((double)e[1] / (double)d->scale_x * (double)a[3] + (double)a[1]);
-        hh = (double)(float)(0.5 * exp((double)e[2] / (double)d->scale_h) * (double)a[2]);
-        hw = (double)(float)(0.5 * exp((double)e[3] / (double)d->scale_w) * (double)a[3]);
-        boxes[4 * i + 0] = (float)yc - (float)hh;
-        boxes[4 * i + 1] = (float)xc - (float)hw;
-        boxes[4 * i + 2] = (float)yc + (float)hh;
-        boxes[4 * i + 3] = (float)xc + (float)hw;
+#if EDGE_FLOAT_MATH_SINGLE
+        yc = e[0] / d->scale_y * a[2] + a[0];
+        xc = e[1] / d->scale_x * a[3] + a[1];
+        hh = 0.5f * expf(e[2] / d->scale_h) * a[2];
+        hw = 0.5f * expf(e[3] / d->scale_w) * a[3];
+#else
+        yc = (float)((double)e[0] / (double)d->scale_y * (double)a[2] + (double)a[0]);
+        xc = (float)((double)e[1] / (double)d->scale_x * (double)a[3] + (double)a[1]);
+        hh = (float)(0.5 * exp((double)e[2] / (double)d->scale_h) * (double)a[2]);
+        hw = (float)(0.5 * exp((double)e[3] / (double)d->scale_w) * (double)a[3]);
+#endif
+        boxes[4 * i + 0] = yc - hh;
+        boxes[4 * i + 1] = xc - hw;
+        boxes[4 * i + 2] = yc + hh;
+        boxes[4 * i + 3] = xc + hw;
     }
-    /* scores [N, C_bg] as float32: (q - zp) * scale, exact in double, rounded once */
+    /* scores [N, C_bg] as float32: (q - zp) * scale rounded once: the exact product of a 9-bit integer and a 24-bit
+     * float has 33 bits, so the float multiply rounds it as the double one did, without soft double on an M4 */
     if (d->cls_type == EDGE_FLOAT32) {
         memcpy(scores, cls->data, sizeof(float) * (size_t)n * (size_t)cb);
     } else {
         for (i = 0; i < n * cb; i++) {
             const int32_t q = d->cls_type == EDGE_UINT8 ? ((const uint8_t *)cls->data)[i] : ((const int8_t *)cls->data)[i];
-            scores[i] = (float)((double)(q - d->cls_zp) * (double)d->cls_scale);
+            scores[i] = (float)(q - d->cls_zp) * d->cls_scale;
         }
     }
     memset(out_boxes, 0, sizeof(float) * 4 * (size_t)slots);

@@ -3,7 +3,8 @@
  * As edge_sdk/runtime/kernels/gelu.py prepare_gelu (LiteRT gelu.cc and its reference header; TFLM has no GELU):
  *  - exact: 0.5f * x * erfc(-x * sqrt(1/2)); approximate: 0.5f * x * (1 + tanh(sqrt(2/pi) * x * (1 + 0.044715 x^2))),
  *    in float arithmetic with erfc / tanh evaluated in double and rounded to float (erfc by Numerical Recipes'
- *    Chebyshev-fitted erfcc, fractional error below 1.2e-7, the same formula as the Python kernel's);
+ *    Chebyshev-fitted erfcc, fractional error below 1.2e-7, the same formula as the Python kernel's); float32
+ *    tensors in single precision on cores without a double FPU (gelu_value_f32);
  *  - int8: a 256-entry table built in prepare as LiteRT's LUTPopulate: the input dequantized in float, the
  *    formula, times 1 / output scale, rounded half away from zero, plus the output zero point, clamped;
  *  - int16: LiteRT's 513-entry interpolated table of the float formula (LUTPopulateInt16, LUTLookup).
@@ -45,6 +46,29 @@ static float gelu_value(float v, int32_t approximate) {
         return 0.5f * v * (1.0f + t);
     }
     return 0.5f * v * (float)gelu_erfc((double)(v * -0.70710678118654752440f));
+}
+
+/* The float32 kernel's value: in single precision on cores without a double FPU (EDGE_FLOAT_MATH_SINGLE: erfcc's
+ * polynomial and exp in float, tanhf; within a few ulps of the double form, float outputs are held to 1e-4 of
+ * range). The int8 / int16 tables (built once at prepare) keep the double form: their rounding to integers is
+ * LiteRT's exactly. */
+static float gelu_value_f32(float v, int32_t approximate) {
+#if EDGE_FLOAT_MATH_SINGLE
+    static const float c[10] = {-1.26551223f, 1.00002368f, 0.37409196f, 0.09678418f, -0.18628806f,
+                                0.27886807f, -1.13520398f, 1.48851587f, -0.82215223f, 0.17087277f};
+    float x, z, t, poly, e;
+    int k;
+    if (approximate) return 0.5f * v * (1.0f + tanhf(0.79788456080286535588f * v * (1.0f + 0.044715f * v * v)));
+    x = v * -0.70710678118654752440f;
+    z = fabsf(x);
+    t = 1.0f / (1.0f + 0.5f * z);
+    poly = c[9];
+    for (k = 8; k >= 0; k--) poly = c[k] + t * poly;
+    e = t * expf(-z * z + poly);
+    return 0.5f * v * (x >= 0.0f ? e : 2.0f - e);
+#else
+    return gelu_value(v, approximate);
+#endif
 }
 
 static float gelu_transform(const void *approximate, float v) { return gelu_value(v, *(const int32_t *)approximate); }
@@ -105,6 +129,6 @@ void edge_eval_gelu(const edge_node_t *node, edge_ctx_t *ctx) {
     if (EDGE_WITH_FLOAT32) {
         const float *xf = (const float *)x->data;
         float *y = (float *)out->data;
-        for (i = 0; i < n; i++) y[i] = gelu_value(xf[i], d->approximate);
+        for (i = 0; i < n; i++) y[i] = gelu_value_f32(xf[i], d->approximate);
     }
 }
