@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -53,9 +54,14 @@ def _model_file(tmp_path, data: bytes, name: str) -> Path:
     return p
 
 
+# The compile cache (tests/conftest.py's ccache wrappers) keys a compile by its -I and source paths: CMake writes them
+# absolute, so the same exported runtime built in every test's own tmp folder missed it every time. CCACHE_BASEDIR:
+# the paths under the temp folder given relative to the build folder (../export/src/edge.c), the same in each test;
+# CMake names each object and its -MT dependency target relative already, so nothing else changes.
 def _cmake_build(src: Path, build: Path) -> None:
+    env = {**os.environ, "CCACHE_BASEDIR": tempfile.gettempdir()}
     for cmd in (["cmake", "-S", str(src), "-B", str(build)], ["cmake", "--build", str(build), "-j2"]):
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert "warning:" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-3000:]
 

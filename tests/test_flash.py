@@ -16,7 +16,7 @@ from edge_sdk.device import qemu_board as qb
 from edge_sdk.tools import flash as fl
 from edge_sdk.errors import ArenaTooSmallError, DeviceError, ModelError, UnsupportedOpError
 from edge_sdk.targets.profiles import load_profile
-from tests.conftest import shared_model
+from tests.conftest import needs_c_runtime, shared_model
 
 NEEDS = "apt-get install qemu-system-arm gcc-arm-none-eabi libnewlib-arm-none-eabi"
 HAVE_ARM = bool(shutil.which("arm-none-eabi-gcc"))
@@ -120,12 +120,25 @@ def test_unsupported_op_named_before_building(tmp_path):
     assert fl.kernel_files(read_model(_tiny_model(tmp_path).read_bytes())) == ["fully_connected.c", "hybrid.c"]
 
 
-def test_model_c_source_round_trips():
-    data = bytes(range(256)) * 3 + b"\x07"
+@needs_c_runtime
+@pytest.mark.parametrize("size", [0, 1, 31, 32, 33, 256 * 3 + 1])
+def test_model_c_source_round_trips(tmp_path, size):
+    """The generated array, compiled (the host's gcc, warnings as errors) and written back out, is the model's
+    bytes: every byte value, a line's 32 bytes and one more or less, an empty model (a 1-byte array)."""
+    import subprocess
+
+    data = (bytes(range(256)) * 4)[:size]
     src = fl.model_c_source(data)
     assert "__attribute__((section(\".edge_model\"), aligned(16)))" in src and f"app_model_len = {len(data)}u" in src
-    body = src[src.index("{") + 1:src.index("};")]
-    assert bytes(int(x, 16) for x in body.replace("\n", " ").split(",") if x.strip()) == data
+    (tmp_path / "model_data.c").write_text(fl.model_c_source(data, section=None))
+    (tmp_path / "main.c").write_text(
+        "#include <stdint.h>\n#include <stdio.h>\n"
+        "extern const uint8_t app_model[]; extern const uint32_t app_model_len;\n"
+        "int main(void) { fwrite(app_model, 1, app_model_len, stdout); return (uintptr_t)app_model % 16 != 0; }\n")
+    exe = tmp_path / "dump"
+    subprocess.run(["gcc", "-std=c99", "-Wall", "-Wextra", "-Werror", "-o", str(exe), str(tmp_path / "model_data.c"),
+                    str(tmp_path / "main.c")], check=True, capture_output=True)
+    assert subprocess.run([str(exe)], check=True, capture_output=True).stdout == data
 
 
 # ------------------------------------------------------------------------------------------------ silicon

@@ -39,9 +39,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from edge_sdk import log
-from edge_sdk.errors import DeviceError, ModelError, UsageError
+from edge_sdk.errors import BuildError, DeviceError, ModelError, UsageError
 from edge_sdk.model.types import tensor_nbytes
-from edge_sdk.runtime import op_table
+from edge_sdk.runtime import c_build, op_table
 from edge_sdk.runtime.planner import BUILT_BY, c_memory_min
 from edge_sdk.targets.check import DSP_CPUS  # the arena measure emulates their DSP paths, as edge check does
 from edge_sdk.targets.registry import BOARD_LIST
@@ -240,20 +240,25 @@ def _built_need(tree: Path, model_path: Path, cc: str, flags: list[str], prefix:
         main = Path(work) / "measure.c"
         main.write_text(_MEASURE_MAIN)
         exe = Path(work) / "measure"
-        srcs = [str(p) for p in sorted((tree / "src").rglob("*.c")) if p.name != "edge_model_data.c"]
+        srcs = [main, *(p for p in sorted((tree / "src").rglob("*.c")) if p.name != "edge_model_data.c")]
         inc = tree / ("include" if (tree / "include").is_dir() else "src")
-        cmd = [cc, "-std=c99", *flags, f"-I{inc}", f"-I{tree / 'src'}", "-o", str(exe), str(main), *srcs, "-lm"]
         init_flags = "2" if c_memory_min(memory) else "0"  # EDGE_INIT_MEMORY_MIN
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+            # one object per source, in parallel, through the object cache (keyed by the preprocessed text, not
+            # the folder): the runtime's files an earlier export of these kernels and flags compiled are not
+            # compiled again (the exported tree is a new temporary folder every time); then one link
+            objects = c_build.compile_objects(cc, ("-std=c99", *flags, f"-I{inc}", f"-I{tree / 'src'}"), srcs,
+                                              Path(work) / "obj")
+            proc = subprocess.run([cc, *flags, "-o", str(exe), *map(str, objects), "-lm"], capture_output=True,
+                                  text=True, timeout=900, check=False)
             if proc.returncode != 0:
-                log.debug(f"arena measure build failed ({cc}): {proc.stderr[-500:]}")
+                log.debug(f"arena measure link failed ({cc}): {proc.stderr[-500:]}")
                 return None
             run = subprocess.run([*prefix, str(exe), str(model_path), str(1 << 20), init_flags,
                                   *(str(v) for v in _plan_numbers(patch))],
                                  capture_output=True, text=True, timeout=900, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            log.debug(f"arena measure failed: {exc}")
+        except (OSError, subprocess.TimeoutExpired, BuildError) as exc:
+            log.debug(f"arena measure failed ({cc}): {exc}")
             return None
     words = run.stdout.split()
     if run.returncode == 3 and words[:1] == ["refused"]:
