@@ -716,9 +716,10 @@ def test_indirection_conv_equals_portable_and_tflm_and_copies_no_window(backend,
         lib.edge_simd_set(-1)
     parts = it.arena_parts()
     npad, cpad = -(-o // 16) * 16, -(-c // 4) * 4
-    want = 12 * npad + npad * kh * kw * cpad + 4 * (oh * kh + ow * kw) + cpad
+    # + 64: the block rounded up to a cache line (edge_simd_qconv_pack); + under 8: the persistent allocator's steps
+    want = 12 * npad + npad * kh * kw * cpad + 4 * (oh * kh + ow * kw) + cpad + 64
     assert parts["fast_path_scratch"] == 0
-    assert want <= parts["packed_weights"] < want + 16  # the persistent allocator's alignment
+    assert want <= parts["packed_weights"] < want + 8
 
 
 @pytest.mark.parametrize("batch,depth,units", [(1, 1280, 1000), (1, 100, 129), (2, 257, 48), (3, 64, 33),

@@ -19,6 +19,16 @@
 #include "simd/edge_simd.h"
 
 #define ALIGN 16
+/* The arena's base (the plan's offset 0). A SIMD host build (x86-64 / aarch64 with the fast paths) puts it on a
+ * cache line, so that tensors at 64-multiple offsets take the 64-byte loads and stores within one line: from an
+ * arena at 16 mod 64 (numpy's buffers) every AVX-512 access straddled two, float 1x1 conv / depthwise 1.08-1.39x
+ * slower. edge_arena_used counts the padding (up to 63 bytes from an arena aligned to less). MCU builds keep 16:
+ * their figures do not move. */
+#if EDGE_SIMD
+#define BASE_ALIGN 64
+#else
+#define BASE_ALIGN ALIGN
+#endif
 #define PERSIST_ALIGN 8 /* persistent data: enough for int64 and double; the plan keeps 16 (edge_sdk.runtime.arena) */
 #define MAX_TENSOR_BYTES ((int64_t)1 << 31) /* edge_sdk.runtime.interpreter.MAX_ARENA_BYTES */
 #ifndef EDGE_MAX_CALL_DEPTH
@@ -2074,6 +2084,88 @@ int32_t edge_conv_source(edge_ctx_t *ctx, const edge_node_t *node, int32_t *top,
     return pad->inputs[0];
 }
 
+/* The fusion decision (edge_kernel.h: edge_add_prelu_next). ADD's output is read once, by a later node as its input
+ * 0, and no subgraph returns it: ADD computes the PRELU's output in its pass and nothing reads its own. Nothing runs
+ * between the two (the nodes between fold at prepare: DEQUANTIZEs of constants, e.g. palm_detection's slopes), so the
+ * PRELU's output bytes can only overlap ADD's inputs (the only tensors whose life ends at ADD's step):
+ * edge_add_prelu_runs checks those at eval. The same answer at ADD's prepare and at PRELU's (a slope folded in
+ * between is recognised by its node, not by its is_const, which the fold sets). */
+const edge_node_t *edge_add_prelu_next(edge_ctx_t *ctx, const edge_node_t *add) {
+#if EDGE_SIMD
+    const edge_interp_t *it = ctx->interp;
+    const edge_subgraph_t *sg = &it->subgraphs[ctx->subgraph];
+    const edge_node_t *c = 0;
+    const edge_tensor_t *a, *b, *y, *alpha, *out;
+    const int32_t *outputs;
+    const int32_t level = edge_simd_level();
+    int32_t n, k, j, reads = 0, folded;
+    if (add->op != EDGE_OP_ADD || it->patch_plan.rows || add->n_inputs != 2 || add->n_outputs != 1 ||
+        add->inputs[0] < 0 || add->inputs[1] < 0 || add->outputs[0] < 0 || add->index + 1 >= sg->n_nodes ||
+        !level || !edge_simd_prelu_f32_rows(level, NULL, NULL, 0, 0, NULL))
+        return 0;
+    a = &ctx->tensors[add->inputs[0]];
+    b = &ctx->tensors[add->inputs[1]];
+    y = &ctx->tensors[add->outputs[0]];
+    if (y->type != EDGE_FLOAT32 || a->type != EDGE_FLOAT32 || b->type != EDGE_FLOAT32 || y->is_variable ||
+        y->rank < 1 || edge_tensor_elements(a) != edge_tensor_elements(y) ||
+        edge_tensor_elements(b) != edge_tensor_elements(y)) /* no broadcast: one row of the three */
+        return 0;
+    n = edge_subgraph_io(ctx, ctx->subgraph, 1, &outputs);
+    for (k = 0; k < n; k++)
+        if (outputs[k] == add->outputs[0]) return 0;
+    for (j = 0; j < sg->n_nodes; j++) {
+        const edge_node_t *nd = &it->nodes[sg->node_base + j];
+        for (k = 0; k < nd->n_inputs; k++)
+            if (nd->inputs[k] == add->outputs[0]) {
+                reads++;
+                c = k == 0 ? nd : 0;
+            }
+    }
+    if (reads != 1 || !c || c->op != EDGE_OP_PRELU || c->index <= add->index || c->n_inputs != 2 ||
+        c->n_outputs != 1 || c->inputs[1] < 0 || c->outputs[0] < 0)
+        return 0;
+    alpha = &ctx->tensors[c->inputs[1]];
+    folded = alpha->is_const; /* a model constant, or folded before ADD: constant at both prepares */
+    for (j = add->index + 1; j < c->index; j++) { /* only nodes with nothing to do at eval in between */
+        const edge_node_t *nd = &it->nodes[sg->node_base + j];
+        if (!edge_folds_at_prepare(ctx, nd)) return 0;
+        if (nd->outputs[0] == c->inputs[1]) folded = 1;
+    }
+    out = &ctx->tensors[c->outputs[0]];
+    if (alpha->type != EDGE_FLOAT32 || !folded || alpha->rank < 1 ||
+        out->type != EDGE_FLOAT32 || edge_tensor_elements(out) != edge_tensor_elements(y) ||
+        edge_tensor_elements(alpha) != y->dims[y->rank - 1] || alpha->dims[alpha->rank - 1] != y->dims[y->rank - 1])
+        return 0; /* one slope per channel of the last axis (PRELU's channel rows) */
+    return c;
+#else
+    (void)ctx, (void)add;
+    return 0;
+#endif
+}
+
+const edge_node_t *edge_add_prelu_prev(edge_ctx_t *ctx, const edge_node_t *prelu) {
+    const edge_interp_t *it = ctx->interp;
+    const edge_subgraph_t *sg = &it->subgraphs[ctx->subgraph];
+    int32_t j;
+    if (prelu->n_inputs < 1) return 0;
+    for (j = prelu->index - 1; j >= 0; j--) { /* the writer of its input 0 */
+        const edge_node_t *add = &it->nodes[sg->node_base + j];
+        if (add->n_outputs == 1 && add->outputs[0] == prelu->inputs[0])
+            return edge_add_prelu_next(ctx, add) == prelu ? add : 0;
+    }
+    return 0;
+}
+
+static int bytes_apart(const void *p, const void *q, int64_t n) {
+    const uintptr_t u = (uintptr_t)p, v = (uintptr_t)q;
+    return u == v || u + (uintptr_t)n <= v || v + (uintptr_t)n <= u;
+}
+
+int32_t edge_add_prelu_runs(const edge_tensor_t *a, const edge_tensor_t *b, const edge_tensor_t *y) {
+    const int64_t n = (int64_t)y->bytes;
+    return bytes_apart(y->data, a->data, n) && bytes_apart(y->data, b->data, n);
+}
+
 int32_t edge_resource_id(edge_ctx_t *ctx, const char *container, const char *shared_name) {
     edge_interp_t *it = ctx->interp;
     int32_t k;
@@ -2326,7 +2418,7 @@ static edge_status_t start(edge_interp_t *it, const void *model, size_t model_le
     it->arena = (uint8_t *)arena;
     it->arena_len = arena_len;
     a = (uintptr_t)arena;
-    a = (a + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1);
+    a = (a + BASE_ALIGN - 1) & ~(uintptr_t)(BASE_ALIGN - 1);
     if (arena && (size_t)(a - (uintptr_t)arena) <= arena_len) {
         it->base = (uint8_t *)a;
         /* the persistent part grows down from the end in PERSIST_ALIGN steps */

@@ -38,6 +38,9 @@ typedef struct {
     int32_t simd;               /* int8 on a 64-bit Linux CPU with a fast path: its level, and its parameters */
     int32_t simd_p[13];
     int32_t fsimd;              /* float32 on a 64-bit Linux CPU: its SIMD level for the rows (0: the portable rows) */
+    int32_t prelu_c;            /* float32 ADD running the next PRELU in its pass (edge_add_prelu_next): its
+                                 * channels (alpha's count, the last axis; 0: no PRELU), its output, its slopes */
+    int32_t prelu_out, prelu_alpha; /* tensors (the slopes may be folded after this prepare: data read at eval) */
 #endif
 } addsub_data_t;
 
@@ -59,6 +62,14 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
         edge_activation_range_float(act, &d->p.flo, &d->p.fhi);
 #if EDGE_SIMD
         d->fsimd = edge_simd_level();
+        {
+            const edge_node_t *prelu = sign > 0 && d->fsimd ? edge_add_prelu_next(ctx, node) : 0;
+            if (prelu) {
+                d->prelu_c = out->dims[out->rank - 1];
+                d->prelu_out = prelu->outputs[0];
+                d->prelu_alpha = prelu->inputs[1];
+            }
+        }
 #endif
         return EDGE_OK;
     }
@@ -200,6 +211,35 @@ static void addsub_row_simd(const void *op, const void *a, int32_t sa, const voi
 }
 #endif
 
+#if EDGE_SIMD
+/* ADD then the next PRELU (edge_add_prelu_next) in one pass over cache-sized blocks of whole rows: each block's
+ * sums (the ADD rows' SIMD row, its clamp) into the PRELU's output, then the PRELU's channel rows over them in
+ * place while they are in L1: each element's two operations as apart, the same bits. 0 (nothing written) when the
+ * PRELU's output overlaps an input otherwise than at its start (edge_add_prelu_runs). */
+#define ADD_PRELU_BLOCK 4096 /* floats: 16 KB of output a block */
+static int add_prelu_eval(const addsub_data_t *d, edge_ctx_t *ctx, const edge_node_t *node) {
+    const edge_tensor_t *ta = edge_in(ctx, node, 0), *tb = edge_in(ctx, node, 1), *ty = &ctx->tensors[d->prelu_out];
+    const float *a = (const float *)ta->data, *b = (const float *)tb->data;
+    float *y = (float *)ty->data;
+    const float *alpha = (const float *)ctx->tensors[d->prelu_alpha].data;
+    const int32_t c = d->prelu_c;
+    const int64_t rows = edge_tensor_elements(ty) / c, step = c >= ADD_PRELU_BLOCK ? 1 : ADD_PRELU_BLOCK / c;
+    edge_simd_binf_t f;
+    int64_t r;
+    if (!edge_add_prelu_runs(ta, tb, ty)) return 0;
+    f.level = d->fsimd;
+    f.kind = EDGE_SIMD_F32_ADD;
+    f.lo = d->p.flo;
+    f.hi = d->p.fhi;
+    for (r = 0; r < rows; r += step) { /* rows [r, r + nr): elements at r * c */
+        const int64_t nr = rows - r < step ? rows - r : step, at = r * c;
+        edge_simd_binary_f32_row(&f, a + at, 1, b + at, 1, y + at, (int32_t)(nr * c));
+        (void)edge_simd_prelu_f32_rows(d->fsimd, y + at, alpha, c, nr, y + at);
+    }
+    return 1;
+}
+#endif
+
 /* n bytes at p and at q do not overlap (compared as addresses: they may lie in different objects). */
 static int disjoint(const void *p, const void *q, int32_t n) {
     const uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
@@ -215,6 +255,7 @@ static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     if (eb_window_eval(node, ctx, &d->win, &d->p, d->type, rows, a, b, y)) return; /* a patch window */
 #endif
 #if EDGE_SIMD
+    if (d->prelu_c && add_prelu_eval(d, ctx, node)) return;
     if (eb_eval_simd(&d->bc, d->type, d->fsimd, d->sign > 0 ? EDGE_SIMD_F32_ADD : EDGE_SIMD_F32_SUB, d->p.flo,
                      d->p.fhi, d->simd, d, addsub_row_simd, a, b, y))
         return;

@@ -23,6 +23,7 @@ typedef struct {
                                  * through the broadcast walk); int8 with a table: the same count */
     const int8_t *channel_table; /* int8, constant slopes one per channel: channel c's output of every input at
                                   * [c * 256 + (uint8)x] (c * 256 bytes with the packed copies), or NULL */
+    int32_t add_a, add_b;       /* float32 run by the ADD before it (edge_add_prelu_prev): that ADD's inputs; -1 */
 #endif
 } prelu_data_t;
 
@@ -52,6 +53,11 @@ edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
             edge_tensor_elements(alpha) == out->dims[out->rank - 1] &&
             alpha->dims[alpha->rank - 1] == out->dims[out->rank - 1])
             d->channel_rows = out->dims[out->rank - 1];
+        {
+            const edge_node_t *add = edge_add_prelu_prev(ctx, node);
+            d->add_a = add ? add->inputs[0] : -1;
+            d->add_b = add ? add->inputs[1] : -1;
+        }
 #endif
         return EDGE_OK;
     }
@@ -146,6 +152,8 @@ void edge_eval_prelu(const edge_node_t *node, edge_ctx_t *ctx) {
         ea_bcast_run(&d->bc, d, x->data, 2, alpha->data, 1, out->data, 2, row_int16);
     else if (EDGE_WITH_FLOAT32) {
 #if EDGE_SIMD
+        if (d->add_a >= 0 && edge_add_prelu_runs(&ctx->tensors[d->add_a], &ctx->tensors[d->add_b], out))
+            return; /* the ADD before it wrote the output (add.c's add_prelu_eval) */
         if (d->channel_rows > 0 && !(EDGE_WITH_PATCH && ctx->window)) {
             const int64_t n = edge_tensor_elements(out);
             (void)edge_simd_prelu_f32_rows(d->simd, (const float *)x->data, (const float *)alpha->data,

@@ -68,9 +68,16 @@ static inline int32_t rq_scalar(int32_t acc, int32_t mul, int32_t rs, int32_t zp
 
 static int32_t round_up(int32_t v, int32_t m) { return (v + m - 1) / m * m; }
 
-/* p rounded up to a cache line: a tile row that straddles two lines loads at half the speed (TILELOADD measured
- * 12.5 ns aligned, 22-26 ns off by 1..32 bytes here); the arena aligns to 16 */
-static void *amx_align(void *p) { return (void *)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
+/* The packed blocks (edge_simd_qgemm_pack, edge_simd_qconv_pack) start at a cache line: their bytes ask for
+ * QG_PACK_ALIGN more and the pack rounds dst up. The head (bias, mul, rs: 12 npad bytes, npad a multiple of 16 at
+ * the VNNI levels) keeps the weights on lines too, so that every 64-byte weight load (16 channels x 4 values) and
+ * every AMX tile row sits within one line. The arena's persistent part steps by 8 bytes: a block at +8 ran qgemm
+ * M 49 K 160 N 960 1.30x, M 196 K 96 N 576 1.20x slower (C microbenchmark, min of 60 interleaved rounds); an AMX
+ * TILELOADD 12.5 ns aligned, 22-26 ns off by 1..32 bytes. */
+#define QG_PACK_ALIGN 64
+static void *line_align(void *p) {
+    return (void *)(((uintptr_t)p + QG_PACK_ALIGN - 1) & ~(uintptr_t)(QG_PACK_ALIGN - 1));
+}
 
 /* k padded: VPDPBUSD takes 4 values a step; an AMX tile 64 (one tile of kpad when k <= 64). */
 static int32_t vnni_kpad(int32_t level, int32_t k) {
@@ -90,14 +97,13 @@ int32_t edge_simd_qgemm_few(int32_t level, int32_t n, int32_t k) {
 static size_t few_bytes(int32_t k) { return (size_t)(3 + 2 * (k / 4)) * 64; }
 
 size_t edge_simd_qgemm_bytes(int32_t level, int32_t n, int32_t k) {
-    if (level >= EDGE_SIMD_X86_AVX512VNNI) { /* AMX: + 63 to start the block on a cache line (amx_align) */
+    if (level >= EDGE_SIMD_X86_AVX512VNNI) { /* + QG_PACK_ALIGN: the block starts at a cache line (line_align) */
         const size_t npad = (size_t)round_up(n, VNNI_NB), kpad = (size_t)vnni_kpad(level, k);
-        return 3 * 4 * npad + npad * kpad + (level == EDGE_SIMD_X86_AMX ? 63 : 0) +
-               (edge_simd_qgemm_few(level, n, k) ? few_bytes(k) : 0);
+        return 3 * 4 * npad + npad * kpad + QG_PACK_ALIGN + (edge_simd_qgemm_few(level, n, k) ? few_bytes(k) : 0);
     }
-    if (level == EDGE_SIMD_X86_AVX2) {
+    if (level == EDGE_SIMD_X86_AVX2) { /* the head 96 bytes a block of 8: the 32-byte weight rows on half lines */
         const size_t npad = (size_t)round_up(n, AVX2_NB), kpad = (size_t)round_up(k, 2);
-        return 3 * 4 * npad + 2 * npad * kpad;
+        return 3 * 4 * npad + 2 * npad * kpad + QG_PACK_ALIGN;
     }
     return 0;
 }
@@ -157,7 +163,7 @@ void edge_simd_qgemm_pack(edge_simd_qgemm_t *g, int32_t level, const int8_t *w, 
     /* VNNI multiplies unsigned activations: a + 128 (a ^ 0x80), so the bias takes (input_offset - 128) */
     const int32_t off = vnni ? input_offset - 128 : input_offset;
     int32_t c, i;
-    if (level == EDGE_SIMD_X86_AMX) dst = amx_align(dst); /* the B tiles' rows on cache lines (the head: 12 npad) */
+    dst = line_align(dst); /* the weights on cache lines (the head: 12 npad bytes) */
     void *const pack = edge_simd_qgemm_head(g, level, w, n, k, ldw, kstride, bias, off, mul, mul_stride, rs, rs_stride, 1, zp, lo, hi,
                          npad, kpad, dst);
     if (vnni) {
@@ -610,7 +616,7 @@ size_t edge_simd_qconv_bytes(int32_t level, const edge_simd_dwf_t *p, int32_t o)
         (int64_t)p->sw * p->c >= ((int64_t)1 << 30) || (int64_t)taps * cpad > 0x3fffffff)
         return 0;
     return 3 * 4 * (size_t)round_up(o, VNNI_NB) + (size_t)round_up(o, VNNI_NB) * (size_t)taps * (size_t)cpad +
-           4 * ((size_t)p->oh * (size_t)p->kh + (size_t)p->ow * (size_t)p->kw) + (size_t)cpad;
+           4 * ((size_t)p->oh * (size_t)p->kh + (size_t)p->ow * (size_t)p->kw) + (size_t)cpad + QG_PACK_ALIGN;
 }
 
 /* The axis table of one dimension: out[o * k + f] = (o * stride - pad + f * dil) * step when inside [0, size),
@@ -631,7 +637,7 @@ void edge_simd_qconv_pack(edge_simd_qconv_t *q, int32_t level, const edge_simd_d
     const int32_t c = p->c, cpad = qconv_cpad(c), taps = p->kh * p->kw, k = taps * c, kpad = taps * cpad;
     const int32_t npad = round_up(o, VNNI_NB);
     int8_t *pw = (int8_t *)edge_simd_qgemm_head(&q->g, level, w, o, k, k, 1, bias, input_offset - 128, mul, mul_stride,
-                                                rs, rs_stride, 1, zp, lo, hi, npad, kpad, dst);
+                                                rs, rs_stride, 1, zp, lo, hi, npad, kpad, line_align(dst));
     int32_t *rows = (int32_t *)(pw + (size_t)npad * (size_t)kpad), *cols = rows + (int64_t)p->oh * p->kh;
     int8_t *zero = (int8_t *)(cols + (int64_t)p->ow * p->kw);
     int32_t ch, t, i;
@@ -871,7 +877,7 @@ T_AMX static void amx_gemm(const edge_simd_qgemm_t *g, const int8_t *a, int32_t 
     const int64_t pstride = (int64_t)kpad * VNNI_NB; /* bytes of one 16-channel block */
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     const int32_t astride = round_up(kpad, AMX_KC); /* a's rows on cache lines */
-    uint8_t *buf = (uint8_t *)amx_align(work);
+    uint8_t *buf = (uint8_t *)line_align(work);
     int32_t *sums = (int32_t *)(buf + (size_t)AMX_MR * (size_t)astride);
     const int32_t jend = (n1 + VNNI_NB - 1) / VNNI_NB;
     amx_config_t cfg;
