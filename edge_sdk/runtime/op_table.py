@@ -247,7 +247,7 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("TRANSPOSE_CONV",               "conv:prepare_transpose_conv",      5, "conv:macs_transpose_conv",
           family='conv', weights=(1, 3, 0), int16='op', q_versions=(3, 3), fused_activation=True),
     OpRow("BATCH_MATMUL",                 "conv:prepare_batch_matmul",        4, "conv:macs_batch_matmul",
-          weights=(1, None, None), quant='own', int16='op', int16_missing=('c',), q_versions=(2, 3)),
+          weights=(1, None, None), quant='own', int16='op', q_versions=(2, 3)),
     OpRow("AVERAGE_POOL_2D",              "pooling:prepare_average_pool_2d",  3,
           family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3),
           fused_activation=True, options='Pool2DOptions', uint8=True),

@@ -187,7 +187,7 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'ATAN2': (('FLOAT32', 'FLOAT16', 'FLOAT64'), -1, ''),
     'AVERAGE_POOL_2D': (('FLOAT32', 'INT8', 'INT16'), -1, 'NHWC 4-D'),
     'AudioSpectrogram': (('FLOAT32',), -1, '[samples, channels]'),
-    'BATCH_MATMUL': (('FLOAT32/FLOAT32', 'FLOAT32/INT8'), -1, "float operands, or a FLOAT32 lhs with a constant INT8 rhs (LiteRT's hybrid kernel, hybrid.c); no quantized lhs"),
+    'BATCH_MATMUL': (('FLOAT32/FLOAT32', 'FLOAT32/INT8', 'INT8/INT8', 'INT16/INT16'), -1, "one operand type; per-tensor scales; INT16: zero points 0; a FLOAT32 lhs with a constant INT8 rhs: LiteRT's hybrid kernel (hybrid.c)"),
     'BATCH_TO_SPACE_ND': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL'), -1, 'INT32 block_shape and crops, constant'),
     'BIDIRECTIONAL_SEQUENCE_LSTM': (('FLOAT32',), -1, 'float or INT8 weights (hybrid); CIFG/peephole/projection, aux input with or without its weights; TANH'),
     'BIDIRECTIONAL_SEQUENCE_RNN': (('FLOAT32',), -1, 'float32 or INT8 weights (hybrid); no auxiliary input'),
