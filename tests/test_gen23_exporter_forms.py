@@ -59,3 +59,31 @@ def test_integer_batch_matmul_runs_on_both_runtimes(runtime, type_, shapes):
     # TFLM fails to allocate a rank-2 lhs against a rank-3 rhs; LiteRT runs every case (same rounding here)
     peers = ["litert"] if len(lhs) < len(rhs) and len(lhs) == 2 else ["litert", "tflm"]
     check_on(runtime, model, inputs, peer=peers, isolate=True)
+
+
+# RSQRT INT16 (a 16x8 layer norm: MEAN, SQUARED_DIFFERENCE, RSQRT): refused by both runtimes before session 18
+RSQRT_SCALES = [(0.001, 0.002), (1e-4, 0.01), (0.05, 1e-4), (0.0107, 6.6e-5)]  # (input, output); the last two: ties
+
+
+@pytest.mark.parametrize("scales", RSQRT_SCALES)
+def test_int16_rsqrt_equals_tflm_on_every_value(runtime, scales):
+    """Every non-negative int16 input (x = 0: 32767) == TFLM bit for bit. LiteRT's int16 RSQRT interpolates a
+    513-entry table instead: it differs from TFLM by up to ~20000 quanta below x ~ 900, by 1 in ~7000 places above
+    (measured over these scales), so TFLM is the peer here."""
+    x_scale, y_scale = scales
+    model = op_model("RSQRT", [T((128, 256), "INT16", x_scale, 0)], [T((128, 256), "INT16", y_scale, 0)])
+    x = np.arange(32768, dtype=np.int16).reshape(128, 256)
+    (y,) = check_on(runtime, model, [x], peer="tflm", isolate=True)
+    assert y[0, 0] == 32767
+
+
+def test_int16_rsqrt_refuses_zero_points_and_negative_values(runtime):
+    from edge_sdk.errors import ModelError
+    from tests.oprunner import refusal_on, run_on
+
+    shifted = op_model("RSQRT", [T((4,), "INT16", 0.01, 5)], [T((4,), "INT16", 0.01, 0)])
+    assert "zero points of 0" in str(refusal_on(runtime, shifted, ModelError))
+    if runtime == "python":  # the C eval cannot fail: its EDGE_KERNEL line says negative inputs are not checked
+        model = op_model("RSQRT", [T((4,), "INT16", 0.01, 0)], [T((4,), "INT16", 0.01, 0)])
+        with pytest.raises(ModelError, match="RSQRT of a negative value"):
+            run_on(runtime, model, [np.array([4, -1, 0, 9], np.int16)])

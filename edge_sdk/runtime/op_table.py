@@ -280,7 +280,7 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("MINIMUM",                      "elementwise:prepare_minimum",      4,
           family='binary', quant='shared', int16='op', q_versions=(2, 4), options='MaximumMinimumOptions', uint8=True),
     OpRow("RSQRT",                        "elementwise:prepare_rsqrt",        3,
-          family='unary', quant='own', int16='none', q_versions=(2, None)),
+          family='unary', quant='own', int16='op', q_versions=(2, 3)),
     # EXP / LOG also run INT8 (256-entry table) and INT16 (zero points 0, the interpolated 513-entry table) as
     # LiteRT's exp.cc / elementwise.cc; TFLM has neither on integers: not quantized by the converter (LOG also
     # meets log(0) = -inf on silent calibration frames, a range no int8 output holds)

@@ -295,7 +295,7 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'RIGHT_SHIFT': (('INT8', 'UINT8', 'INT16', 'UINT16', 'INT32', 'UINT32'), -1, ''),
     'RNN': (('FLOAT32',), -1, 'float32 or INT8 weights (hybrid); state a variable tensor'),
     'ROUND': (('FLOAT32', 'FLOAT16'), -1, ''),
-    'RSQRT': (('FLOAT32', 'INT8'), -1, 'INT8: inputs below the zero point are not checked at invoke'),
+    'RSQRT': (('FLOAT32', 'INT8', 'INT16'), -1, 'INT16: zero points 0; inputs below the zero point are not checked at invoke'),
     'SCATTER_ND': (('INT32',), -1, 'constant shape; updates FLOAT32/INT8/UINT8/INT32/INT64/BOOL'),
     'SEGMENT_SUM': (('FLOAT32', 'INT32'), -1, 'constant sorted INT32 ids (output size from their values)'),
     'SELECT': (('FLOAT32', 'INT8', 'INT16', 'INT32', 'INT64', 'BOOL'), 1, 'BOOL condition; values and output share type and quantization'),
