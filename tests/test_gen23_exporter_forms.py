@@ -17,6 +17,14 @@ after (py / c; "ok": equal to the peers: integers exact, floats within 1e-4 of r
 - int16x8 ADD / SUB / MUL / MEAN / CONCATENATION / LOGISTIC / TANH / SOFTMAX / pools / PAD / QUANTIZE /
   DEQUANTIZE / LEAKY_RELU / GATHER / TRANSPOSE 6-D / STRIDED_SLICE negative stride / GELU, uint8 the same:
   ok / ok. FULLY_CONNECTED 16x8: +-1 against LiteRT (its single rounding; TFLM is the reference).
+- RSQRT INT16 (16x8 layer norm): refused / refused -> ok / ok (== TFLM on every non-negative value; LiteRT's int16
+  kernel interpolates a table, up to ~20000 quanta off TFLM below x ~ 900). PRELU int16 with an INT16 alpha: LiteRT
+  runs it, both ours refuse in one line (TFLM reads int8 alpha: the converter writes that). HARD_SWISH int16,
+  SQUARED_DIFFERENCE / RSQRT uint8: LiteRT refuses, ours too. SQUARED_DIFFERENCE int16: LiteRT refuses, ours runs.
+- metadata buffers (min_runtime_version, TFLITE_METADATA), an unused constant: ok / ok. An unused STRING
+  constant (a TF export's label list): refused at load / refused at load -> ok / ok; an op reading it: one line.
+- the buffer-offset form (Buffer.offset / size past the flatbuffer, as models over 2 GB): ok / ok, `edge check`
+  on a Pi and an STM32 ok.
 """
 
 from __future__ import annotations
@@ -87,3 +95,101 @@ def test_int16_rsqrt_refuses_zero_points_and_negative_values(runtime):
         model = op_model("RSQRT", [T((4,), "INT16", 0.01, 0)], [T((4,), "INT16", 0.01, 0)])
         with pytest.raises(ModelError, match="RSQRT of a negative value"):
             run_on(runtime, model, [np.array([4, -1, 0, 9], np.int16)])
+
+
+# ------------------------------------------------------------------------------------- file forms of real exports
+def _string_blob(strings: list[bytes]) -> bytes:
+    """A STRING tensor's bytes as TFLite stores them: count, count + 1 offsets (int32), then the bytes."""
+    offsets = [4 * (len(strings) + 2)]
+    for s in strings:
+        offsets.append(offsets[-1] + len(s))
+    return np.array([len(strings)] + offsets, np.int32).tobytes() + b"".join(strings)
+
+
+def _fc_model(labels_used: bool = False) -> bytes:
+    """x [1, 8] -> FULLY_CONNECTED -> y [1, 4], plus a STRING constant (a TF export's label list) that no op reads
+    (or, with labels_used, that a GATHER reads), min_runtime_version and TFLITE_METADATA buffers."""
+    from edge_sdk.model.builder import GraphBuilder
+    from edge_sdk.model.types import Buffer, Metadata
+    from edge_sdk.model.writer import write_model
+
+    g = GraphBuilder()
+    x, y = g.input("x", (1, 8)), g.tensor("y", (1, 4))
+    w = RNG.standard_normal((4, 8)).astype(np.float32)
+    g.op("FULLY_CONNECTED", [x, g.constant("w", w), -1], [y], fused_activation_function="NONE")
+    labels = g.tensor("labels", (3,), "STRING")
+    g.output(y)
+    if labels_used:
+        i, name = g.input("i", (2,), "INT32"), g.tensor("name", (2,), "STRING")
+        g.op("GATHER", [labels, i], [name], axis=0)
+        g.output(name)
+    model = g.build()
+    model.buffers.append(Buffer(_string_blob([b"cat", b"dog", b"bird"])))
+    model.subgraphs[0].tensors[labels].buffer = len(model.buffers) - 1
+    for name, data in (("min_runtime_version", b"2.3.0\0\0\0"), ("TFLITE_METADATA", bytes(range(256)))):
+        model.buffers.append(Buffer(data))
+        model.metadata.append(Metadata(name, len(model.buffers) - 1))
+    return write_model(model)
+
+
+def test_an_unused_string_constant_and_metadata_load_as_litert_loads_them(runtime):
+    """Both runtimes refused the whole model at load ("constant tensors of type STRING are not supported",
+    "constant of a type with no arena form"); LiteRT runs it. Now the STRING constant is left data-less."""
+    model = _fc_model()
+    check_on(runtime, model, [RNG.standard_normal((1, 8)).astype(np.float32)], peer="litert", rtol=1e-5, atol=1e-6)
+
+
+def test_an_op_reading_a_string_constant_is_one_line(runtime):
+    from edge_sdk.errors import UnsupportedOpError
+    from tests.oprunner import refusal_on
+
+    err = refusal_on(runtime, _fc_model(labels_used=True), UnsupportedOpError)
+    assert "node 1 (GATHER" in str(err) and "\n" not in str(err), err  # names the op (Python: and STRING)
+
+
+def offset_form(model: bytes, align: int = 16) -> bytes:
+    """The model with every buffer's bytes moved past the flatbuffer (Buffer.offset / size): the form the
+    converter writes for models over 2 GB. Repacked with LiteRT's own schema classes (a peer's writer, not ours)."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as schema
+
+    m = schema.ModelT.InitFromPackedBuf(bytearray(model), 0)
+    blobs = [bytes(bytearray(b.data)) if b.data is not None and len(b.data) else b"" for b in m.buffers]
+    for b, data in zip(m.buffers, blobs):
+        if data:
+            b.data, b.offset, b.size = None, 1, len(data)  # placeholders: the fields' final size
+
+    def packed() -> bytes:
+        fb = flatbuffers.Builder(1024)
+        fb.Finish(m.Pack(fb), file_identifier=b"TFL3")
+        return bytes(fb.Output())
+
+    head = packed()
+    start, tail = -(-len(head) // align) * align, b""
+    for b, data in zip(m.buffers, blobs):
+        if data:
+            b.offset = start + len(tail)
+            tail += data + b"\0" * (-len(data) % align)
+    body = packed()
+    assert len(body) == len(head)
+    return body + b"\0" * (start - len(body)) + tail
+
+
+def test_buffers_past_the_flatbuffer_run(runtime):
+    """The buffer-offset form (small here; its offsets are used): the FC weights, the STRING constant and the
+    metadata all past the flatbuffer == LiteRT (ok before and after: pinned)."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    model = offset_form(_fc_model())
+    stored = schema.ModelT.InitFromPackedBuf(bytearray(model), 0).buffers
+    assert sum(b.offset > 1 and b.data is None for b in stored) == 4  # weights, labels, two metadata
+    check_on(runtime, model, [RNG.standard_normal((1, 8)).astype(np.float32)], peer="litert", rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", ["raspberry-pi-4", "stm32f746-disco"])
+def test_check_plans_the_offset_form_with_a_string_constant(tmp_path, capsys, target):
+    from edge_sdk.cli import main
+
+    path = tmp_path / "m.tflite"
+    path.write_bytes(offset_form(_fc_model()))
+    assert main(["check", str(path), "--target", target]) == 0, capsys.readouterr()
