@@ -21,6 +21,17 @@ after (py / c; "ok": equal to the peers: integers exact, floats within 1e-4 of r
   kernel interpolates a table, up to ~20000 quanta off TFLM below x ~ 900). PRELU int16 with an INT16 alpha: LiteRT
   runs it, both ours refuse in one line (TFLM reads int8 alpha: the converter writes that). HARD_SWISH int16,
   SQUARED_DIFFERENCE / RSQRT uint8: LiteRT refuses, ours too. SQUARED_DIFFERENCE int16: LiteRT refuses, ours runs.
+- a 16x8 layer norm (MEAN, SQUARED_DIFFERENCE, MEAN, ADD, RSQRT, SUB, MUL, MUL, ADD) then an int16 BATCH_MATMUL:
+  refused / refused -> == TFLM / == TFLM (LiteRT refuses the graph: no int16 SQUARED_DIFFERENCE); `edge check` on
+  a Pi and an STM32, `edge bench --backend c`: ok.
+- CONV_2D / DEPTHWISE_CONV_2D with a batch of 0: LiteRT and Python give an empty output; C refuses ("input depth
+  is not a multiple of the filter depth": conv_2d.c / depthwise_conv_2d.c test n <= 0; not this module's files).
+  FULLY_CONNECTED with a depth of 0: LiteRT gives the bias, both ours refuse in one line. RESIZE_BILINEAR uint8:
+  +-1 against LiteRT (see above).
+- onnx.helper models through `edge convert --quantize none` (Gather with negative constant indices, Resize
+  nearest / linear in four coordinate modes, HardSwish + Split, Softmax over a 4-D last axis, LayerNormalization,
+  MatMul broadcasting, a Where mask, exact GELU by Erf, Pad + Conv + BatchNormalization, Slice with a negative
+  step): == onnxruntime (<= 1e-6 of range) and LiteRT on both runtimes.
 - metadata buffers (min_runtime_version, TFLITE_METADATA), an unused constant: ok / ok. An unused STRING
   constant (a TF export's label list): refused at load / refused at load -> ok / ok; an op reading it: one line.
 - the buffer-offset form (Buffer.offset / size past the flatbuffer, as models over 2 GB): ok / ok, `edge check`
@@ -193,3 +204,50 @@ def test_check_plans_the_offset_form_with_a_string_constant(tmp_path, capsys, ta
     path = tmp_path / "m.tflite"
     path.write_bytes(offset_form(_fc_model()))
     assert main(["check", str(path), "--target", target]) == 0, capsys.readouterr()
+
+
+def int16x8_layer_norm(rows: int, depth: int) -> bytes:
+    """A 16x8 layer norm as converters lay it out, x [1, rows, depth]: MEAN (keep dims), SQUARED_DIFFERENCE, MEAN,
+    ADD eps, RSQRT, SUB, MUL, MUL gamma, ADD beta -> y; then z = BATCH_MATMUL(y, k [1, depth, 8]). All INT16."""
+    from edge_sdk.model.builder import GraphBuilder
+    from edge_sdk.model.writer import write_model
+
+    g = GraphBuilder()
+
+    def t(name, shape, scale):
+        return g.tensor(name, shape, "INT16", scale=scale, zero_point=0)
+
+    def const(name, values, scale):
+        return g.constant(name, np.asarray(values, np.int16), "INT16", scale=scale, zero_point=0)
+
+    axis = g.constant("axis", np.array([2], np.int32))
+    x, k = g.input("x", (1, rows, depth), "INT16", scale=1 / 4096), g.input("k", (1, depth, 8), "INT16", scale=1 / 4096)
+    mu, sq, var, ve = t("mu", (1, rows, 1), 1 / 8192), t("sq", (1, rows, depth), 1 / 2048), \
+        t("var", (1, rows, 1), 1 / 4096), t("ve", (1, rows, 1), 1 / 4096)
+    rs, xc, n, gm = t("rs", (1, rows, 1), 1 / 1024), t("xc", (1, rows, depth), 1 / 4096), \
+        t("n", (1, rows, depth), 1 / 4096), t("gm", (1, rows, depth), 1 / 4096)
+    y, z = t("y", (1, rows, depth), 1 / 2048), t("z", (1, rows, 8), 1 / 256)
+    none = {"fused_activation_function": "NONE"}
+    g.op("MEAN", [x, axis], [mu], keep_dims=True)
+    g.op("SQUARED_DIFFERENCE", [x, mu], [sq])
+    g.op("MEAN", [sq, axis], [var], keep_dims=True)
+    g.op("ADD", [var, const("eps", [[[41]]], 1 / 40960)], [ve], **none)
+    g.op("RSQRT", [ve], [rs])
+    g.op("SUB", [x, mu], [xc], **none)
+    g.op("MUL", [xc, rs], [n], **none)
+    g.op("MUL", [n, const("gamma", RNG.integers(1000, 8000, depth), 1 / 4096)], [gm], **none)
+    g.op("ADD", [gm, const("beta", RNG.integers(-2000, 2000, depth), 1 / 4096)], [y], **none)
+    g.op("BATCH_MATMUL", [y, k], [z])
+    g.output(y, z)
+    return write_model(g.build())
+
+
+@pytest.mark.parametrize("rows, depth", [(4, 16), (3, 64)])
+def test_int16x8_layer_norm_and_matmul_equal_tflm(runtime, rows, depth):
+    """The 16x8 transformer pieces in one graph (LiteRT refuses it: no int16 SQUARED_DIFFERENCE): both runtimes ==
+    TFLM bit for bit. Before session 18 the Python interpreter refused RSQRT, the C runtime RSQRT and BATCH_MATMUL."""
+    model = int16x8_layer_norm(rows, depth)
+    inputs = [RNG.integers(-8000, 8000, (1, rows, depth)).astype(np.int16),
+              RNG.integers(-4000, 4000, (1, depth, 8)).astype(np.int16)]
+    y, _ = check_on(runtime, model, inputs, peer="tflm", isolate=True)
+    assert np.ptp(y) > 4 * 2048  # normalized values over several units: the RSQRT is not saturated
