@@ -206,7 +206,7 @@ def test_check_plans_the_offset_form_with_a_string_constant(tmp_path, capsys, ta
     assert main(["check", str(path), "--target", target]) == 0, capsys.readouterr()
 
 
-def int16x8_layer_norm(rows: int, depth: int) -> bytes:
+def int16x8_layer_norm(rows: int, depth: int, rng: np.random.Generator) -> bytes:
     """A 16x8 layer norm as converters lay it out, x [1, rows, depth]: MEAN (keep dims), SQUARED_DIFFERENCE, MEAN,
     ADD eps, RSQRT, SUB, MUL, MUL gamma, ADD beta -> y; then z = BATCH_MATMUL(y, k [1, depth, 8]). All INT16."""
     from edge_sdk.model.builder import GraphBuilder
@@ -235,8 +235,8 @@ def int16x8_layer_norm(rows: int, depth: int) -> bytes:
     g.op("RSQRT", [ve], [rs])
     g.op("SUB", [x, mu], [xc], **none)
     g.op("MUL", [xc, rs], [n], **none)
-    g.op("MUL", [n, const("gamma", RNG.integers(1000, 8000, depth), 1 / 4096)], [gm], **none)
-    g.op("ADD", [gm, const("beta", RNG.integers(-2000, 2000, depth), 1 / 4096)], [y], **none)
+    g.op("MUL", [n, const("gamma", rng.integers(1000, 8000, depth), 1 / 4096)], [gm], **none)
+    g.op("ADD", [gm, const("beta", rng.integers(-2000, 2000, depth), 1 / 4096)], [y], **none)
     g.op("BATCH_MATMUL", [y, k], [z])
     g.output(y, z)
     return write_model(g.build())
@@ -246,8 +246,9 @@ def int16x8_layer_norm(rows: int, depth: int) -> bytes:
 def test_int16x8_layer_norm_and_matmul_equal_tflm(runtime, rows, depth):
     """The 16x8 transformer pieces in one graph (LiteRT refuses it: no int16 SQUARED_DIFFERENCE): both runtimes ==
     TFLM bit for bit. Before session 18 the Python interpreter refused RSQRT, the C runtime RSQRT and BATCH_MATMUL."""
-    model = int16x8_layer_norm(rows, depth)
-    inputs = [RNG.integers(-8000, 8000, (1, rows, depth)).astype(np.int16),
-              RNG.integers(-4000, 4000, (1, depth, 8)).astype(np.int16)]
+    rng = np.random.default_rng(rows * depth)  # one model and input per size: the C case reuses TFLM's answer
+    model = int16x8_layer_norm(rows, depth, rng)
+    inputs = [rng.integers(-8000, 8000, (1, rows, depth)).astype(np.int16),
+              rng.integers(-4000, 4000, (1, depth, 8)).astype(np.int16)]
     y, _ = check_on(runtime, model, inputs, peer="tflm", isolate=True)
-    assert np.ptp(y) > 4 * 2048  # normalized values over several units: the RSQRT is not saturated
+    assert np.ptp(y.astype(np.int64)) > 3 * 2048  # normalized values over several units: RSQRT is not saturated
