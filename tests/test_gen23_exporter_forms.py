@@ -32,6 +32,12 @@ after (py / c; "ok": equal to the peers: integers exact, floats within 1e-4 of r
   nearest / linear in four coordinate modes, HardSwish + Split, Softmax over a 4-D last axis, LayerNormalization,
   MatMul broadcasting, a Where mask, exact GELU by Erf, Pad + Conv + BatchNormalization, Slice with a negative
   step): == onnxruntime (<= 1e-6 of range) and LiteRT on both runtimes.
+- int16 (zero points 0) ABS / NEG / RELU / EXP / LOG / MAXIMUM / MINIMUM / DIV / FLOOR_DIV / comparisons /
+  SLICE / TILE / REVERSE_V2 / MIRROR_PAD / GATHER_ND / BATCH_TO_SPACE_ND: ok / ok. RELU6 with another output scale
+  and SUM past the int16 range: == TFLM (LiteRT rescales RELU6's clamp; its SUM differs); ARG_MAX / ARG_MIN /
+  DEPTH_TO_SPACE / SPACE_TO_DEPTH / BROADCAST_TO / RELU_N1_TO_1 int16: LiteRT refuses, ours run. SQRT int16: LiteRT
+  runs it, ours refuse in one line. UNIDIRECTIONAL_SEQUENCE_LSTM 16x8 (int64 biases), batch- and time-major: ==
+  TFLM on both (LiteRT refuses it).
 - metadata buffers (min_runtime_version, TFLITE_METADATA), an unused constant: ok / ok. An unused STRING
   constant (a TF export's label list): refused at load / refused at load -> ok / ok; an op reading it: one line.
 - the buffer-offset form (Buffer.offset / size past the flatbuffer, as models over 2 GB): ok / ok, `edge check`
@@ -252,3 +258,24 @@ def test_int16x8_layer_norm_and_matmul_equal_tflm(runtime, rows, depth):
               rng.integers(-4000, 4000, (1, depth, 8)).astype(np.int16)]
     y, _ = check_on(runtime, model, inputs, peer="tflm", isolate=True)
     assert np.ptp(y.astype(np.int64)) > 3 * 2048  # normalized values over several units: RSQRT is not saturated
+
+
+@pytest.mark.parametrize("cell_scale", [0.0, float("inf")])
+@pytest.mark.parametrize("sequence, layer_norm", [((4, False), True), (None, True), ((4, True), False)])
+def test_an_integer_lstm_with_a_malformed_cell_scale_is_one_line(runtime, cell_scale, sequence, layer_norm):
+    """A cell-state scale of 0 or inf (the fuzzer's find: log2 of it was -inf / NaN cast to int, undefined in C;
+    "prepare failed: OverflowError" in Python): refused in one line naming the node, on both runtimes."""
+    import warnings
+
+    from edge_sdk.errors import ModelError
+    from tests.test_lstm_integer import B, feeds, int8_lstm_model
+
+    model = int8_lstm_model(3, layer_norm, 0.0, sequence=sequence, cell_scale=cell_scale)
+    lead = ((4, B) if sequence[1] else (B, 4)) if sequence else (B,)
+    from tests.oprunner import run_on
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no log of 0 / inf on the way
+        with pytest.raises(ModelError) as info:  # UnsupportedOpError is a ModelError
+            run_on(runtime, model, feeds(3, lead=lead))
+    assert "node 0 (" in str(info.value) and "LSTM" in str(info.value) and "\n" not in str(info.value)

@@ -354,7 +354,13 @@ static inline int32_t ea_tanh16_lookup(int64_t x) {
  * within 1e-3. */
 static inline int ea_checked_log2(float x, int32_t *log2) {
     const float inv_ln2 = (float)(1.0 / log(2.0));
-    float x_log2 = (float)log((double)x) * inv_ln2;
+    float x_log2;
+    if (!(x > 0.0f && x <= 3.4028235e38f)) { /* 0, negative, inf, NaN (a malformed scale, found by the fuzzer): the
+                                               * log would be -inf / NaN, undefined as an int */
+        *log2 = 0;
+        return 0;
+    }
+    x_log2 = (float)log((double)x) * inv_ln2;
     float rounded = ea_round_f32(x_log2);
     *log2 = (int32_t)rounded;
     return fabsf(x_log2 - rounded) < 1e-3f;

@@ -55,6 +55,8 @@ def _per_tensor(node: Node, t, what: str) -> None:
 
 def checked_log2_exact(node: Node, scale: float, what: str) -> int:
     """TFLite CheckedLog2: the rounded log2 of a scale that must be a power of two (to 1e-3 in the exponent)."""
+    if not (np.isfinite(scale) and scale > 0):  # a malformed model (found by the fuzzer): no log of it
+        raise node.unsupported(f"{what} scale {scale!r} is not a power of two")
     v = _F32(np.log(_F32(scale))) * (_F32(1.0) / _F32(np.log(_F32(2.0))))
     power = checked_log2(scale)
     if abs(float(_F32(v) - _F32(power))) >= 1e-3:
