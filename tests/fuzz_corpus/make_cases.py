@@ -42,6 +42,9 @@ refused-lstm-zero-cell-scale.tflite  the same op, INT8 with layer normalization,
 refused-lstm-basic-units-overflow.tflite  a quantized basic LSTM of 805306376 units (session 18's fuzz finding): prepare
                                     compared the weights' rows with 4 * units in int32 (UBSan: signed overflow in
                                     lstm.c). Fix: the shape checks multiply in int64.
+add-zero-size-wide-dims.tflite      ADD of two [0, 2049, 8388609] tensors (session 18's fuzz finding): zero elements
+                                    passed the broadcast's 2^40 cap, then coalescing the loop merged 2049 x 8388609
+                                    in int32 (UBSan). Fix: ea_bcast_prepare merges dims only while the product fits.
 refused-tile-multiple-overflow.tflite  TILE of a [2, 3] tensor by multiples [2^62, 1] (INT64): prepare multiplied the
                                     multiple by the dim before checking it (UBSan: signed integer overflow in
                                     tile.c, the bounded fuzz session's finding once IF / WHILE seeds joined the
@@ -199,6 +202,12 @@ def lstm_basic_units_overflow() -> bytes:
                                        version=2))
 
 
+def add_zero_size_wide_dims() -> bytes:
+    """ADD of two [0, 2049, 8388609] FLOAT32 tensors: zero elements, dims whose product passes int32."""
+    shape = (0, 2049, 8388609)
+    return op_model("ADD", [T(shape, "FLOAT32"), T(shape, "FLOAT32")], [T(shape, "FLOAT32")])
+
+
 CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-output-ratio.tflite": huge_ratio,
          "refused-shape-product-overflow.tflite": shape_product_overflow,
          "refused-broadcast-count-overflow.tflite": broadcast_count_overflow,
@@ -210,7 +219,8 @@ CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-out
          "split-empty-rows.tflite": split_empty_rows,
          "refused-lstm-negative-cell-scale.tflite": lstm_negative_cell_scale,
          "refused-lstm-zero-cell-scale.tflite": lstm_zero_cell_scale,
-         "refused-lstm-basic-units-overflow.tflite": lstm_basic_units_overflow}
+         "refused-lstm-basic-units-overflow.tflite": lstm_basic_units_overflow,
+         "add-zero-size-wide-dims.tflite": add_zero_size_wide_dims}
 
 if __name__ == "__main__":
     for name, fn in CASES.items():
