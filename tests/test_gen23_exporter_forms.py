@@ -279,3 +279,21 @@ def test_an_integer_lstm_with_a_malformed_cell_scale_is_one_line(runtime, cell_s
         with pytest.raises(ModelError) as info:  # UnsupportedOpError is a ModelError
             run_on(runtime, model, feeds(3, lead=lead))
     assert "node 0 (" in str(info.value) and "LSTM" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_transpose_conv_with_a_huge_stride_is_one_line(runtime):
+    """stride_h 2130706433 on a 3 x 3 input (a fuzz finding): C overflowed int32 in its scatter (UBSan), Python tried
+    to allocate 63.5 GiB ("prepare failed: MemoryError"); both refuse it in one line now."""
+    import sys
+    from pathlib import Path
+
+    from edge_sdk.errors import ModelError
+    from tests.oprunner import refusal_on
+
+    sys.path.insert(0, str(Path(__file__).parent / "fuzz_corpus"))
+    try:
+        import make_cases
+    finally:
+        sys.path.pop(0)
+    err = str(refusal_on(runtime, make_cases.tconv_huge_stride(), ModelError))
+    assert "TRANSPOSE_CONV" in err and "too large" in err and "\n" not in err, err

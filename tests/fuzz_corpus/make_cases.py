@@ -45,6 +45,9 @@ refused-lstm-basic-units-overflow.tflite  a quantized basic LSTM of 805306376 un
 add-zero-size-wide-dims.tflite      ADD of two [0, 2049, 8388609] tensors (session 18's fuzz finding): zero elements
                                     passed the broadcast's 2^40 cap, then coalescing the loop merged 2049 x 8388609
                                     in int32 (UBSan). Fix: ea_bcast_prepare merges dims only while the product fits.
+refused-tconv-huge-stride.tflite    TRANSPOSE_CONV of a 3 x 3 input with stride_h 2130706433 (session 18's fuzz
+                                    finding): the scatter's iy * stride overflowed int32 (UBSan). Fix: prepare
+                                    refuses strides whose h * stride leaves int32.
 refused-tile-multiple-overflow.tflite  TILE of a [2, 3] tensor by multiples [2^62, 1] (INT64): prepare multiplied the
                                     multiple by the dim before checking it (UBSan: signed integer overflow in
                                     tile.c, the bounded fuzz session's finding once IF / WHILE seeds joined the
@@ -208,6 +211,14 @@ def add_zero_size_wide_dims() -> bytes:
     return op_model("ADD", [T(shape, "FLOAT32"), T(shape, "FLOAT32")], [T(shape, "FLOAT32")])
 
 
+def tconv_huge_stride() -> bytes:
+    """A float TRANSPOSE_CONV of a 3 x 3 input with stride_h 2130706433 (into a 4 x 4 output)."""
+    w = T((1, 2, 2, 1), "FLOAT32", data=np.ones((1, 2, 2, 1), np.float32))
+    shape = T((4,), "INT32", data=np.array([1, 4, 4, 1], np.int32))
+    return op_model("TRANSPOSE_CONV", [shape, w, T((1, 3, 3, 1), "FLOAT32")], [T((1, 4, 4, 1), "FLOAT32")],
+                    options={"padding": "SAME", "stride_h": 2130706433, "stride_w": 1})
+
+
 CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-output-ratio.tflite": huge_ratio,
          "refused-shape-product-overflow.tflite": shape_product_overflow,
          "refused-broadcast-count-overflow.tflite": broadcast_count_overflow,
@@ -220,7 +231,8 @@ CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-out
          "refused-lstm-negative-cell-scale.tflite": lstm_negative_cell_scale,
          "refused-lstm-zero-cell-scale.tflite": lstm_zero_cell_scale,
          "refused-lstm-basic-units-overflow.tflite": lstm_basic_units_overflow,
-         "add-zero-size-wide-dims.tflite": add_zero_size_wide_dims}
+         "add-zero-size-wide-dims.tflite": add_zero_size_wide_dims,
+         "refused-tconv-huge-stride.tflite": tconv_huge_stride}
 
 if __name__ == "__main__":
     for name, fn in CASES.items():
