@@ -132,7 +132,7 @@ class IntegerLstm:
             self.ln_w = [node.inputs[i].data.astype(np.int64) for i in LAYER_NORM]
             ln_scales = [_F32(node.inputs[i].s) for i in LAYER_NORM]
             self.ln_q = [quantize_multiplier(float(s)) for s in ln_scales]
-            self.ln_guard = [max(1, int(_F32(10000) * s)) for s in ln_scales]
+            self.ln_guard = [min(max(1, int(_F32(10000) * s)), 0x7FFFFFFF) for s in ln_scales]  # C's int32 clamp
         cell_clip = float(node.options.get("cell_clip", 0.0) or 0.0)
         self.clip_q = 0
         if cell_clip > 0:
