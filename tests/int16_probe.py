@@ -69,6 +69,11 @@ def single_op(op: str, seed: int = 0) -> tuple[bytes, tuple[int, ...]]:
     elif op == "GELU":
         y = g.tensor("y", shape)
         g.op(op, [x], [y], approximate=False)
+    elif op == "RSQRT":  # of x * x + 0.5 (a layer norm's variance plus epsilon): positive inputs
+        square, shifted, y = g.tensor("sq", shape), g.tensor("sh", shape), g.tensor("y", shape)
+        g.op("MUL", [x, x], [square])
+        g.op("ADD", [square, g.constant("eps", np.full((1, 1, 1, 8), 0.5, np.float32))], [shifted])
+        g.op(op, [shifted], [y])
     if y is None:
         raise ValueError(f"no probe model for {op}")
     g.output(y)
@@ -77,4 +82,5 @@ def single_op(op: str, seed: int = 0) -> tuple[bytes, tuple[int, ...]]:
 
 PROBED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV", "ADD", "SUB", "MUL",
           "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM", "MEAN", "SUM", "REDUCE_MAX", "SOFTMAX", "LOGISTIC", "TANH",
-          "RELU", "RELU6", "LEAKY_RELU", "PRELU", "BATCH_MATMUL", "CONCATENATION", "AVERAGE_POOL_2D", "MAX_POOL_2D")
+          "RELU", "RELU6", "LEAKY_RELU", "PRELU", "BATCH_MATMUL", "CONCATENATION", "AVERAGE_POOL_2D", "MAX_POOL_2D",
+          "RSQRT")

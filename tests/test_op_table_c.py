@@ -192,7 +192,7 @@ def test_every_c_kernel_declares_types():
     rows = gen.scan()
     assert all(r["types"] for r in rows)
     assert op_table.C_TYPES["TRANSPOSE_CONV"][1] == 2
-    assert op_table.OPS["RSQRT"].c_dtypes == ("FLOAT32", "INT8")
+    assert op_table.OPS["RSQRT"].c_dtypes == ("FLOAT32", "INT8", "INT16")
     assert "per-channel" in op_table.OPS["CONV_2D"].c_constraints
     assert op_table.c_refusal("FULLY_CONNECTED", 1, "FLOAT32/INT16") is not None  # no kernel for that pair
     assert op_table.c_refusal("FULLY_CONNECTED", 1, "FLOAT32/INT8") is None  # hybrid: LiteRT's kernel (hybrid.c)

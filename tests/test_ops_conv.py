@@ -406,13 +406,14 @@ def test_weights_computed_at_run_time_match_tflm(runtime):
 
 
 @needs_c_runtime
-def test_c_refuses_integer_batch_matmul():
-    """The case above the C runtime leaves to Python: integer BATCH_MATMUL (a named refusal). INT4 weights run in C
-    since issue 23 (the grid cases above; tests/test_ops_int4.py against LiteRT)."""
-    model = op_model("BATCH_MATMUL", [T((2, 3), "INT8", 0.05, 3), T((3, 4), "INT8", 0.03, -2)],
+def test_c_refuses_per_channel_batch_matmul():
+    """What the C runtime's BATCH_MATMUL still refuses by name: per-channel operand scales (as the Python
+    interpreter; LiteRT takes per-tensor only). INT8 / INT16 operands run in C since session 18
+    (tests/test_gen23_exporter_forms.py); INT4 weights since issue 23 (tests/test_ops_int4.py)."""
+    model = op_model("BATCH_MATMUL", [T((2, 3), "INT8", 0.05, 3), T((3, 4), "INT8", [0.03] * 4, 0, 1)],
                      [T((2, 4), "INT8", 0.4, -5)])
     refused_on("c", model, [np.zeros((2, 3), np.int8), np.zeros((3, 4), np.int8)], UnsupportedOpError,
-               "FLOAT32 operands only")
+               "per-channel quantized operands")
 
 
 def test_macs_counts():

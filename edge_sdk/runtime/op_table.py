@@ -247,7 +247,7 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("TRANSPOSE_CONV",               "conv:prepare_transpose_conv",      5, "conv:macs_transpose_conv",
           family='conv', weights=(1, 3, 0), int16='op', q_versions=(3, 3), fused_activation=True),
     OpRow("BATCH_MATMUL",                 "conv:prepare_batch_matmul",        4, "conv:macs_batch_matmul",
-          weights=(1, None, None), quant='own', int16='op', int16_missing=('c',), q_versions=(2, 3)),
+          weights=(1, None, None), quant='own', int16='op', q_versions=(2, 3)),
     OpRow("AVERAGE_POOL_2D",              "pooling:prepare_average_pool_2d",  3,
           family='pool', patch='window', quant='same:0', int16='op', q_versions=(2, 3),
           fused_activation=True, options='Pool2DOptions', uint8=True),
@@ -280,7 +280,7 @@ ROWS: dict[str, OpRow] = _rows(
     OpRow("MINIMUM",                      "elementwise:prepare_minimum",      4,
           family='binary', quant='shared', int16='op', q_versions=(2, 4), options='MaximumMinimumOptions', uint8=True),
     OpRow("RSQRT",                        "elementwise:prepare_rsqrt",        3,
-          family='unary', quant='own', int16='none', q_versions=(2, None)),
+          family='unary', quant='own', int16='op', q_versions=(2, 3)),
     # EXP / LOG also run INT8 (256-entry table) and INT16 (zero points 0, the interpolated 513-entry table) as
     # LiteRT's exp.cc / elementwise.cc; TFLM has neither on integers: not quantized by the converter (LOG also
     # meets log(0) = -inf on silent calibration frames, a range no int8 output holds)

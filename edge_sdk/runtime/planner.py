@@ -117,7 +117,9 @@ def tensor_infos(model, s: int, resized: dict | None = None) -> list:
         if any(d < 0 for d in shape):
             raise ModelError(f"{where}: negative dimension in shape {shape}")
         data = None
-        if not tensor.is_variable and model.buffers[tensor.buffer].data:
+        # a constant of a type with no numpy form (STRING, RESOURCE, VARIANT: a TF export's label list) is left
+        # data-less as LiteRT loads it; an op that reads one refuses its type
+        if not tensor.is_variable and model.buffers[tensor.buffer].data and TENSOR_TYPES[tensor.type][1] is not None:
             data = model.tensor_data(s, t)
         q = tensor.quantization
         scale = zero_point = None

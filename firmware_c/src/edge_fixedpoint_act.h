@@ -354,7 +354,13 @@ static inline int32_t ea_tanh16_lookup(int64_t x) {
  * within 1e-3. */
 static inline int ea_checked_log2(float x, int32_t *log2) {
     const float inv_ln2 = (float)(1.0 / log(2.0));
-    float x_log2 = (float)log((double)x) * inv_ln2;
+    float x_log2;
+    if (!(x > 0.0f && x <= 3.4028235e38f)) { /* 0, negative, inf, NaN (a malformed scale, found by the fuzzer): the
+                                               * log would be -inf / NaN, undefined as an int */
+        *log2 = 0;
+        return 0;
+    }
+    x_log2 = (float)log((double)x) * inv_ln2;
     float rounded = ea_round_f32(x_log2);
     *log2 = (int32_t)rounded;
     return fabsf(x_log2 - rounded) < 1e-3f;
@@ -685,7 +691,9 @@ static inline int ea_bcast_prepare(ea_bcast_t *bc, const edge_tensor_t *a, const
         int32_t d = out_dims[k];
         int32_t fa = ia >= 0 && a->dims[ia] == d, fb = ib >= 0 && b->dims[ib] == d;
         if (d == 1) continue;
-        if (n > 0 && fa == prev_a && fb == prev_b) {
+        /* merged while the product fits int32 (a zero-size output counts 0 elements yet may pair dims whose
+         * product does not: UBSan, session 18's fuzz finding) */
+        if (n > 0 && fa == prev_a && fb == prev_b && (int64_t)dims[n - 1] * d <= 0x7fffffff) {
             dims[n - 1] *= d;
         } else {
             dims[n] = d;
@@ -697,6 +705,7 @@ static inline int ea_bcast_prepare(ea_bcast_t *bc, const edge_tensor_t *a, const
         prev_b = fb;
     }
     if (n == 0) { dims[0] = 1; full_a[0] = full_b[0] = 1; n = 1; }
+    if (n > EA_BCAST_MAX_RANK) return -2; /* same shapes of rank 7-8 that did not merge into the loop's room */
     bc->rank = n;
     for (k = n - 1; k >= 0; k--) {
         bc->dims[k] = dims[k];

@@ -27,6 +27,13 @@ void edge_hybrid_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx);
 /* LiteRT's BatchQuantizeFloats of one row of n floats: q, its scale and zero point. Symmetric: scale max|v| / 127,
  * q = round(v * 127 / max|v|) in [-127, 127]. Asymmetric: [min(0, min v), max(0, max v)] over [-128, 127] in
  * double, the nudged zero point, q = round(zp + v / scale) in [-128, 127]. An all-zero row: 0, scale 1, zp 0. */
+/* roundf(f) clamped to [lo, hi] in float before the int conversion (NaN -> 0: a NaN or inf input row, which the
+ * fuzzer feeds, made the cast undefined). */
+static inline int8_t eh_round_clamp(float f, float lo, float hi) {
+    f = roundf(f);
+    return (int8_t)(f != f ? 0 : f < lo ? (int32_t)lo : f > hi ? (int32_t)hi : (int32_t)f);
+}
+
 static inline void eh_quantize_row(const float *v, int32_t n, int32_t asymmetric, int8_t *q, float *scale, int32_t *zp) {
     float lo = n > 0 ? v[0] : 0.0f, hi = lo, inv;
     int32_t k;
@@ -44,10 +51,7 @@ static inline void eh_quantize_row(const float *v, int32_t n, int32_t asymmetric
         }
         *scale = span / 127.0f;
         inv = 127.0f / span;
-        for (k = 0; k < n; k++) {
-            const int32_t x = (int32_t)roundf(v[k] * inv);
-            q[k] = (int8_t)(x < -127 ? -127 : (x > 127 ? 127 : x));
-        }
+        for (k = 0; k < n; k++) q[k] = eh_round_clamp(v[k] * inv, -127.0f, 127.0f);
         return;
     }
     {
@@ -62,13 +66,10 @@ static inline void eh_quantize_row(const float *v, int32_t n, int32_t asymmetric
         from_min = -128.0 - rmin / ds;
         from_max = 127.0 - rmax / ds;
         zd = 128.0 + fabs(rmin / ds) < 127.0 + fabs(rmax / ds) ? from_min : from_max;
-        *zp = zd <= -128.0 ? -128 : (zd >= 127.0 ? 127 : (int32_t)round(zd));
+        *zp = zd != zd ? 0 : zd <= -128.0 ? -128 : (zd >= 127.0 ? 127 : (int32_t)round(zd));
         *scale = (float)ds;
         inv = 1.0f / *scale;
-        for (k = 0; k < n; k++) {
-            const int32_t x = (int32_t)roundf((float)*zp + v[k] * inv);
-            q[k] = (int8_t)(x < -128 ? -128 : (x > 127 ? 127 : x));
-        }
+        for (k = 0; k < n; k++) q[k] = eh_round_clamp((float)*zp + v[k] * inv, -128.0f, 127.0f);
     }
 }
 

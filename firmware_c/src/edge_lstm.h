@@ -286,8 +286,10 @@ static inline edge_status_t edge_lstm_int8_prepare(edge_node_t *node, edge_ctx_t
                 return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "integer layer-norm LSTM: constant INT16 coefficients (units), per tensor");
             if (!el_quantize_scale(t->scale, &q->ln_m[k], &q->ln_s[k]))
                 return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "layer-norm coefficient scale out of range");
-            q->ln_guard[k] = (int32_t)(10000.0f * t->scale);
-            if (q->ln_guard[k] < 1) q->ln_guard[k] = 1;
+            { /* clamped in float before the cast: an absurd scale (fuzz) made it undefined */
+                const float guard = 10000.0f * t->scale;
+                q->ln_guard[k] = !(guard >= 1.0f) ? 1 : guard >= 2147483520.0f ? 0x7fffffff : (int32_t)guard;
+            }
         }
     else if (node->n_inputs == 24 && (edge_in(ctx, node, 20) || edge_in(ctx, node, 22) || edge_in(ctx, node, 23)))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "layer-norm coefficients without the forget gate's");

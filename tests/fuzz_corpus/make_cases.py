@@ -35,6 +35,19 @@ refused-lstm-negative-cell-scale.tflite  int8 UNIDIRECTIONAL_SEQUENCE_LSTM whose
                                     (session 15's CI fuzz finding): prepare took round(log2(scale)) and cast
                                     log2 of it (NaN) to int (UBSan). Fix: the kernel refuses a cell scale that is not a
                                     positive finite number.
+refused-lstm-zero-cell-scale.tflite  the same op, INT8 with layer normalization, cell state scale 0 (session 18's fuzz
+                                    finding): edge_lstm_int8_prepare's ea_checked_log2 cast log2(0) = -inf to int
+                                    (UBSan). Fix: ea_checked_log2 answers "not a power of two" for a scale that is not
+                                    positive and finite (Python: the same in the integer LSTM's checked log2).
+refused-lstm-basic-units-overflow.tflite  a quantized basic LSTM of 805306376 units (session 18's fuzz finding): prepare
+                                    compared the weights' rows with 4 * units in int32 (UBSan: signed overflow in
+                                    lstm.c). Fix: the shape checks multiply in int64.
+add-zero-size-wide-dims.tflite      ADD of two [0, 2049, 8388609] tensors (session 18's fuzz finding): zero elements
+                                    passed the broadcast's 2^40 cap, then coalescing the loop merged 2049 x 8388609
+                                    in int32 (UBSan). Fix: ea_bcast_prepare merges dims only while the product fits.
+refused-tconv-huge-stride.tflite    TRANSPOSE_CONV of a 3 x 3 input with stride_h 2130706433 (session 18's fuzz
+                                    finding): the scatter's iy * stride overflowed int32 (UBSan). Fix: prepare
+                                    refuses strides whose h * stride leaves int32.
 refused-tile-multiple-overflow.tflite  TILE of a [2, 3] tensor by multiples [2^62, 1] (INT64): prepare multiplied the
                                     multiple by the dim before checking it (UBSan: signed integer overflow in
                                     tile.c, the bounded fuzz session's finding once IF / WHILE seeds joined the
@@ -172,6 +185,40 @@ def lstm_negative_cell_scale() -> bytes:
     return op_model("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, options=opts)
 
 
+def lstm_zero_cell_scale() -> bytes:
+    from tests.test_lstm_integer import int8_lstm_model
+
+    return int8_lstm_model(3, True, 0.0, sequence=(4, False), cell_scale=0.0)  # log(0) = -inf
+
+
+def lstm_basic_units_overflow() -> bytes:
+    """A quantized basic LSTM whose activation has 805306376 units: 4 * units overflowed int32 in prepare."""
+    from edge_sdk.model.writer import write_model
+    from tests.oprunner import T, op_model_object
+
+    s = 805306376
+    ins = [T((1, 2), "UINT8", 1 / 128, 128), T((1, s), "UINT8", 1 / 128, 128), T((5, 5), "UINT8", 0.02, 131),
+           T((5,), "INT32", 0.02 / 128, 0), T((1, s), "INT16", 2.0**-11, 0)]
+    outs = [T((1, s), "UINT8", 1 / 128, 128), T((1, s), "INT16", 2.0**-11, 0), T((1, 2 + s), "UINT8", 1 / 128, 128),
+            T((1, 5), "INT16", 2.0**-12, 0)]
+    return write_model(op_model_object("LSTM", ins, outs, {"fused_activation_function": "TANH", "kernel_type": "BASIC"},
+                                       version=2))
+
+
+def add_zero_size_wide_dims() -> bytes:
+    """ADD of two [0, 2049, 8388609] FLOAT32 tensors: zero elements, dims whose product passes int32."""
+    shape = (0, 2049, 8388609)
+    return op_model("ADD", [T(shape, "FLOAT32"), T(shape, "FLOAT32")], [T(shape, "FLOAT32")])
+
+
+def tconv_huge_stride() -> bytes:
+    """A float TRANSPOSE_CONV of a 3 x 3 input with stride_h 2130706433 (into a 4 x 4 output)."""
+    w = T((1, 2, 2, 1), "FLOAT32", data=np.ones((1, 2, 2, 1), np.float32))
+    shape = T((4,), "INT32", data=np.array([1, 4, 4, 1], np.int32))
+    return op_model("TRANSPOSE_CONV", [shape, w, T((1, 3, 3, 1), "FLOAT32")], [T((1, 4, 4, 1), "FLOAT32")],
+                    options={"padding": "SAME", "stride_h": 2130706433, "stride_w": 1})
+
+
 CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-output-ratio.tflite": huge_ratio,
          "refused-shape-product-overflow.tflite": shape_product_overflow,
          "refused-broadcast-count-overflow.tflite": broadcast_count_overflow,
@@ -181,7 +228,11 @@ CASES = {"conv16-int64-bias-4-aligned.tflite": misaligned_bias, "conv16-huge-out
          "dwconv16-int64-bias-near-min.tflite": dwconv_bias_near_min,
          "refused-tile-multiple-overflow.tflite": tile_multiple_overflow,
          "split-empty-rows.tflite": split_empty_rows,
-         "refused-lstm-negative-cell-scale.tflite": lstm_negative_cell_scale}
+         "refused-lstm-negative-cell-scale.tflite": lstm_negative_cell_scale,
+         "refused-lstm-zero-cell-scale.tflite": lstm_zero_cell_scale,
+         "refused-lstm-basic-units-overflow.tflite": lstm_basic_units_overflow,
+         "add-zero-size-wide-dims.tflite": add_zero_size_wide_dims,
+         "refused-tconv-huge-stride.tflite": tconv_huge_stride}
 
 if __name__ == "__main__":
     for name, fn in CASES.items():

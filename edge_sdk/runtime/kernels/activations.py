@@ -207,6 +207,8 @@ def prepare_hard_swish(node: Node):
 # ---------------------------------------------------------------- LOGISTIC / TANH
 
 def _checked_log2(x: float) -> tuple[bool, int]:
+    if not (np.isfinite(x) and x > 0):  # no power of two (a malformed scale): no log of it
+        return False, 0
     f32 = np.float32
     x_log2 = f32(f32(np.log(np.float64(f32(x)))) * f32(1.0 / np.log(np.float64(2.0))))
     rounded = f32(tflite_round(x_log2))

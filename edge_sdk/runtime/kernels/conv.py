@@ -593,6 +593,8 @@ def _transpose_conv_eval(node: Node):
     sh, sw = int(opts.get("stride_h", 1)), int(opts.get("stride_w", 1))
     _, pt = window_geometry(node, opts.get("padding", "SAME"), sh, 1, oh, kh)
     _, pl = window_geometry(node, opts.get("padding", "SAME"), sw, 1, ow, kw)
+    if h * sh + kh > 0x7FFFFFFF or w * sw + kw > 0x7FFFFFFF:  # as the C kernel: no scatter buffer of that size
+        raise node.error(f"strides {sh} x {sw} too large for an input of {h} x {w}")
 
     if kind == "hybrid":
         return hybrid.transpose_conv(node, inp, flt, bias, out, act, (oh, pt, ow, pl, sh, sw))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from edge_sdk.runtime.kernels import fixedpoint as fp
-from edge_sdk.runtime.kernels.lut import INT8_VALUES, int8_pair_table_run
+from edge_sdk.runtime.kernels.lut import DOMAINS, INT8_VALUES, int8_pair_table_run
 from edge_sdk.runtime.kernels.node import Node
 from edge_sdk.runtime.kernels.quant import (
     INT32_MAX,
@@ -324,22 +324,24 @@ def prepare_minimum(node: Node):
 
 # ---------------------------------------------------------------- RSQRT
 
-def rsqrt_int8_table(input_zp: int, output_zp: int, multiplier: int, shift: int) -> np.ndarray:
-    """RsqrtEvalQuantized for every int8 input (index = uint8 view); invalid inputs (< zero point) map to 0."""
-    x = INT8_VALUES
+def rsqrt_table(type_: str, input_zp: int, output_zp: int, multiplier: int, shift: int) -> np.ndarray:
+    """TFLM's RsqrtEvalQuantized for every INT8 / INT16 input (index = the unsigned view): 1 << 20 times the inverse
+    square root of (x - input zero point), requantized with a 20-bit right shift, plus the output zero point,
+    clamped; x at the zero point gives the type's max; invalid inputs (< zero point) map as 0 would."""
+    x, (lo, hi) = DOMAINS[type_][0], TYPE_RANGES[type_]
     value = x - input_zp
     k_shift = 20
     inv, inv_shift = fp.get_inv_sqrt_quantized_multiplier_exp(np.maximum(value, 0), -1)
     data = multiply_by_quantized_multiplier(np.ones_like(value), inv, inv_shift + k_shift)
     raw = multiply_by_quantized_multiplier(data, multiplier, shift - k_shift) + output_zp
-    out = np.clip(raw, -128, 127)
-    return np.where(value == 0, 127, out).astype(np.int8)
+    out = np.clip(raw, lo, hi)
+    return np.where(value == 0, hi, out).astype(DOMAINS[type_][2])
 
 
 def prepare_rsqrt(node: Node):
     node.expect_counts(1, 1)
     x, out = node.input(0), node.outputs[0]
-    node.expect_types(x, ("FLOAT32", "INT8"))
+    node.expect_types(x, ("FLOAT32", "INT8", "INT16"))
     node.expect_types(out, (x.type,), "output")
     node.set_output_shape(0, x.shape)
     if x.type == "FLOAT32":
@@ -351,16 +353,23 @@ def prepare_rsqrt(node: Node):
         return run
     node.expect_quantized(x, out)
     scale = 1.0 / float(np.float32(np.sqrt(np.float32(x.s))) * np.float32(out.s))
+    if x.type == "INT16":  # TFLM (and LiteRT) refuse other zero points at prepare
+        if x.zp or out.zp:
+            raise node.error(f"INT16 RSQRT needs zero points of 0 (input {x.zp}, output {out.zp})")
+        # the TFLM wheel's int16 multiplier: sqrt and product in double (float32 ones: 2-8 of 32768 outputs off
+        # by 1 at ties, measured over 3 scale pairs)
+        scale = 1.0 / (np.sqrt(float(np.float32(x.s))) * float(np.float32(out.s)))
     multiplier, shift = quantize_multiplier(scale)
-    table = rsqrt_int8_table(x.zp, out.zp, multiplier, shift)
-    zp = x.zp
+    table = rsqrt_table(x.type, x.zp, out.zp, multiplier, shift)
+    unsigned = DOMAINS[x.type][1]  # the table's index: the input's unsigned view
+    zp, lowest = x.zp, TYPE_RANGES[x.type][0]
     where = node.where()
 
     def run(inputs, outputs):
         v = inputs[0]
-        if zp > -128 and (v < zp).any():
+        if zp > lowest and (v < zp).any():
             from edge_sdk.errors import ModelError
 
             raise ModelError(f"{where}: RSQRT of a negative value (input below its zero point {zp})")
-        outputs[0][...] = table[v.view(np.uint8)]
+        outputs[0][...] = table[v.view(unsigned)]
     return run

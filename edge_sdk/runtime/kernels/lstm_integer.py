@@ -55,6 +55,8 @@ def _per_tensor(node: Node, t, what: str) -> None:
 
 def checked_log2_exact(node: Node, scale: float, what: str) -> int:
     """TFLite CheckedLog2: the rounded log2 of a scale that must be a power of two (to 1e-3 in the exponent)."""
+    if not (np.isfinite(scale) and scale > 0):  # a malformed model (found by the fuzzer): no log of it
+        raise node.unsupported(f"{what} scale {scale!r} is not a power of two")
     v = _F32(np.log(_F32(scale))) * (_F32(1.0) / _F32(np.log(_F32(2.0))))
     power = checked_log2(scale)
     if abs(float(_F32(v) - _F32(power))) >= 1e-3:
@@ -130,7 +132,7 @@ class IntegerLstm:
             self.ln_w = [node.inputs[i].data.astype(np.int64) for i in LAYER_NORM]
             ln_scales = [_F32(node.inputs[i].s) for i in LAYER_NORM]
             self.ln_q = [quantize_multiplier(float(s)) for s in ln_scales]
-            self.ln_guard = [max(1, int(_F32(10000) * s)) for s in ln_scales]
+            self.ln_guard = [min(max(1, int(_F32(10000) * s)), 0x7FFFFFFF) for s in ln_scales]  # C's int32 clamp
         cell_clip = float(node.options.get("cell_clip", 0.0) or 0.0)
         self.clip_q = 0
         if cell_clip > 0:

@@ -462,6 +462,8 @@ class _LstmQ:
         self.x_zp, self.h_zp = x.zp, hidden.zp
         self.x_range, self.h_range = TYPE_RANGES[x.type], TYPE_RANGES[hidden.type]
         cell_scale = cell.s
+        if not (np.isfinite(cell_scale) and cell_scale > 0):  # a malformed model (found by the fuzzer)
+            raise node.unsupported(f"cell state scale {cell_scale!r} is not a power of two")
         self.tanh_mult, self.tanh_shift = tanh_params_for_power(checked_log2(cell_scale))
         self.clip_q = None
         if cell_clip > 0:

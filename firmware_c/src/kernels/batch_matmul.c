@@ -2,9 +2,11 @@
  *
  * As edge_sdk/runtime/kernels/conv.py prepare_batch_matmul: operands of rank 2 to 5 with one type, adj_x / adj_y take
  * the last two dims of an operand transposed, the batch dims (all but the last two, left-padded with 1s)
- * broadcast. This file runs FLOAT32 (what the transformer examples need): each output is one dot product
- * accumulated in k order in float32. A FLOAT32 lhs with a constant INT8 rhs runs LiteRT's hybrid kernel
- * (hybrid.c); quantized operands are refused (UNSUPPORTED_TYPE); use the Python interpreter for those.
+ * broadcast. FLOAT32: each output is one dot product accumulated in k order in float32. INT8 / INT16 (int8 and
+ * 16x8 full-integer transformer exports): TFLM's reference_ops::BatchMatMul, sum of (l - l_zp) * (r - r_zp) in an
+ * int32 accumulator that wraps (INT8) or an int64 one (INT16, zero points 0), requantized by
+ * float32(l_scale * r_scale) / out_scale (the int64 overload for INT16), plus the output zero point, clamped to the
+ * type. A FLOAT32 lhs with a constant INT8 rhs runs LiteRT's hybrid kernel (hybrid.c).
  */
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
@@ -12,12 +14,14 @@
 #include "../edge_hybrid.h"
 #include "../simd/edge_simd.h"
 
-EDGE_KERNEL(BATCH_MATMUL, batch_matmul, 4, "FLOAT32/FLOAT32 FLOAT32/INT8", "float operands, or a FLOAT32 lhs with a constant INT8 rhs (LiteRT's hybrid kernel, hybrid.c); no quantized lhs")
+EDGE_KERNEL(BATCH_MATMUL, batch_matmul, 4, "FLOAT32/FLOAT32 FLOAT32/INT8 INT8/INT8 INT16/INT16", "one operand type; per-tensor scales; INT16: zero points 0; a FLOAT32 lhs with a constant INT8 rhs: LiteRT's hybrid kernel (hybrid.c)")
 
 
 typedef struct {
     edge_bmm_shape_t g;                       /* rows, cols, depth; the batch broadcast (edge_bmm.h) */
     int32_t adj_x, adj_y;
+    int32_t multiplier, shift;                /* INT8 / INT16: the requantization */
+    int32_t l_zp, r_zp, out_zp, qmin, qmax;
 #if EDGE_SIMD
     edge_simd_sgemm_t *simd;                  /* on a CPU with a float GEMM: one per distinct rhs matrix when the
                                                * rhs is constant (packed here), else one repacked per product into
@@ -68,6 +72,26 @@ static edge_status_t bmm_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, bmm_da
 }
 #endif
 
+/* INT8 / INT16: offsets, range, and the multiplier of float32(l_scale * r_scale) / out_scale (as TFLM). */
+static edge_status_t bmm_prepare_int(edge_ctx_t *ctx, bmm_data_t *d, const edge_tensor_t *l, const edge_tensor_t *r,
+                                     const edge_tensor_t *out) {
+    const float product = l->scale * r->scale;
+    if (!l->quantized || !r->quantized || !out->quantized)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: integer operands and output must be quantized");
+    if (l->n_scales > 1 || r->n_scales > 1)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "BATCH_MATMUL: per-channel quantized operands");
+    if (l->type == EDGE_INT16 && (l->zero_point || r->zero_point || out->zero_point))
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: INT16 needs zero points of 0");
+    if (edge_quantize_multiplier(EDGE_RATIO_D(product, 1.0f, out->scale), &d->multiplier, &d->shift) != 0)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: operand scales are not finite");
+    d->l_zp = l->zero_point;
+    d->r_zp = r->zero_point;
+    d->out_zp = out->zero_point;
+    d->qmin = l->type == EDGE_INT8 ? -128 : -32768;
+    d->qmax = l->type == EDGE_INT8 ? 127 : 32767;
+    return EDGE_OK;
+}
+
 edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *l, *r, *out;
     bmm_data_t *d;
@@ -81,8 +105,10 @@ edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
     if (!l || !r) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: both operands are required");
     if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(l, r)) return edge_hybrid_prepare_batch_matmul(node, ctx);
     if ((s = edge_type_built(ctx, l->type)) != EDGE_OK) return s;
-    if (l->type != EDGE_FLOAT32 || r->type != EDGE_FLOAT32 || out->type != EDGE_FLOAT32)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "BATCH_MATMUL: C kernel runs FLOAT32 operands only");
+    if (l->type != r->type || l->type != out->type)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: lhs, rhs and output must have one type");
+    if (l->type != EDGE_FLOAT32 && l->type != EDGE_INT8 && l->type != EDGE_INT16)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "BATCH_MATMUL: C kernel runs FLOAT32, INT8 and INT16 operands");
     if (l->rank < 2 || l->rank > 5 || r->rank < 2 || r->rank > 5)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: operands must have rank 2 to 5");
     d = (bmm_data_t *)edge_alloc_persistent(ctx, sizeof *d);
@@ -93,6 +119,7 @@ edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
         d->adj_y = edge_opt_int(node, 1, 1, 0) != 0;
     }
     s = edge_bmm_shape(node, ctx, l, r, d->adj_x, d->adj_y, &d->g);
+    if (s == EDGE_OK && l->type != EDGE_FLOAT32) return bmm_prepare_int(ctx, d, l, r, out);
 #if EDGE_SIMD
     if (s == EDGE_OK) s = bmm_prepare_simd(node, ctx, d, r);
 #endif
@@ -115,6 +142,53 @@ static void bmm_one(const bmm_data_t *d, const float *lhs, const float *rhs, flo
             yrow[j] = acc;
         }
     }
+}
+
+/* One INT8 [rows, cols] product (strides as bmm_one): the int32 accumulator wraps like TFLM's. */
+static void bmm_one_int8(const bmm_data_t *d, const int8_t *lhs, const int8_t *rhs, int8_t *y) {
+    const int32_t R = d->g.rows, C = d->g.cols, K = d->g.depth;
+    const int32_t li = d->adj_x ? 1 : K, lk = d->adj_x ? R : 1;
+    const int32_t rk = d->adj_y ? 1 : C, rj = d->adj_y ? K : 1;
+    int32_t i, j, k;
+    for (i = 0; i < R; i++)
+        for (j = 0; j < C; j++) {
+            uint32_t acc = 0; /* unsigned: wraps as the int32 sum does, without undefined overflow */
+            for (k = 0; k < K; k++)
+                acc += (uint32_t)(((int32_t)lhs[(int64_t)i * li + (int64_t)k * lk] - d->l_zp) *
+                                  ((int32_t)rhs[(int64_t)j * rj + (int64_t)k * rk] - d->r_zp));
+            y[(int64_t)i * C + j] = (int8_t)edge_clamp32(
+                edge_mbqm(edge_wrap32((int64_t)(int32_t)acc), d->multiplier, d->shift) + d->out_zp, d->qmin, d->qmax);
+        }
+}
+
+/* One INT16 [rows, cols] product: int64 accumulator, the int64 requantization of the 16x8 kernels. */
+static void bmm_one_int16(const bmm_data_t *d, const int16_t *lhs, const int16_t *rhs, int16_t *y) {
+    const int32_t R = d->g.rows, C = d->g.cols, K = d->g.depth;
+    const int32_t li = d->adj_x ? 1 : K, lk = d->adj_x ? R : 1;
+    const int32_t rk = d->adj_y ? 1 : C, rj = d->adj_y ? K : 1;
+    int32_t i, j, k;
+    for (i = 0; i < R; i++)
+        for (j = 0; j < C; j++) {
+            int64_t acc = 0;
+            for (k = 0; k < K; k++)
+                acc += (int64_t)lhs[(int64_t)i * li + (int64_t)k * lk] * rhs[(int64_t)j * rj + (int64_t)k * rk];
+            y[(int64_t)i * C + j] = (int16_t)edge_clamp32(edge_mbqm64(acc, d->multiplier, d->shift) + d->out_zp,
+                                                          d->qmin, d->qmax);
+        }
+}
+
+/* The integer kinds over every batch index (strides in elements, as the float loop). */
+static void bmm_eval_int(const bmm_data_t *d, const edge_tensor_t *l, const edge_tensor_t *r, edge_tensor_t *out) {
+    const int64_t per = (int64_t)d->g.rows * d->g.cols;
+    int32_t idx[EDGE_BMM_MAX_BATCH] = {0, 0, 0};
+    int64_t lo = 0, ro = 0, yo = 0;
+    do {
+        if (EDGE_WITH_INT16 && out->type == EDGE_INT16)
+            bmm_one_int16(d, (const int16_t *)l->data + lo, (const int16_t *)r->data + ro, (int16_t *)out->data + yo);
+        else
+            bmm_one_int8(d, (const int8_t *)l->data + lo, (const int8_t *)r->data + ro, (int8_t *)out->data + yo);
+        yo += per;
+    } while (edge_bmm_next(&d->g, idx, &lo, &ro));
 }
 
 #if EDGE_SIMD
@@ -152,6 +226,10 @@ void edge_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
         return;
     }
     if (edge_tensor_elements(edge_out(ctx, node, 0)) == 0) return;
+    if (edge_out(ctx, node, 0)->type != EDGE_FLOAT32) {
+        bmm_eval_int(d, edge_in(ctx, node, 0), edge_in(ctx, node, 1), edge_out(ctx, node, 0));
+        return;
+    }
     for (;;) {
 #if EDGE_SIMD
         if (d->simd) bmm_one_simd(node, ctx, d, lhs + lo, rhs, ro, y);

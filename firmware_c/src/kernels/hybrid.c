@@ -48,6 +48,7 @@ static float eh_activate(int32_t act, float lo, float hi, float v) {
 static edge_status_t eh_check(edge_ctx_t *ctx, const edge_tensor_t *w, const edge_tensor_t *out) {
     edge_status_t s;
     if ((s = edge_type_built(ctx, EDGE_FLOAT32)) != EDGE_OK) return s;
+    if (!w || !out) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "hybrid: weights and output are required"); /* output -1: fuzz */
     if (!w->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "hybrid: the int8 weights must be constant");
     if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "hybrid: sparse weights");
     if (!w->quantized || w->n_scales < 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "hybrid: the int8 weights have no scale");

@@ -190,8 +190,10 @@ static edge_status_t prepare_basic(edge_node_t *node, edge_ctx_t *ctx, lstm_op_t
     B = x->dims[0];
     I = x->dims[1];
     S = h->dims[1];
-    if (w->rank != 2 || w->dims[0] != 4 * S || w->dims[1] != I + S) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "weights must be (4 units, input + units)");
-    if (b->rank != 1 || b->dims[0] != 4 * S) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "bias must be (4 units)");
+    /* in int64: 4 * S and I + S of a malformed model's dims overflow int32 (UBSan, session 18's fuzz finding) */
+    if (w->rank != 2 || w->dims[0] != 4 * (int64_t)S || w->dims[1] != (int64_t)I + S)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "weights must be (4 units, input + units)");
+    if (b->rank != 1 || b->dims[0] != 4 * (int64_t)S) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "bias must be (4 units)");
     if (c->rank != 2 || c->dims[0] != B || c->dims[1] != S) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "previous state must be (batch, units)");
     if (!w->is_const || !b->is_const) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "weights and bias must be constant");
     d->basic = 1;

@@ -203,6 +203,10 @@ edge_status_t edge_prepare_transpose_conv(edge_node_t *node, edge_ctx_t *ctx) {
     if (edge_conv_window(op.padding, op.sh, 1, d->oh, d->kh, &unused, &d->pt) ||
         edge_conv_window(op.padding, op.sw, 1, d->ow, d->kw, &unused, &d->pl))
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: padding, strides or window do not fit the output");
+    /* the scatter's first output row / column iy * sh - pt (and h * sh) in int32: a stride of 2^31 / 2 overflowed
+     * (UBSan, session 18's fuzz finding) */
+    if ((int64_t)d->h * d->sh + d->kh > 0x7fffffff || (int64_t)d->w * d->sw + d->kw > 0x7fffffff)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "TRANSPOSE_CONV: strides too large for the input");
     s = edge_set_output_shape(ctx, node, 0, target, 4);
     if (s != EDGE_OK) return s;
 
