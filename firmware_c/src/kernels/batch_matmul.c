@@ -126,11 +126,28 @@ edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
     return s;
 }
 
-/* One [rows, cols] product: lhs element (i, k) at lhs[i * li + k * lk], rhs (k, j) at rhs[k * rk + j * rj]. */
+/* How one [rows, cols] product walks its operands: lhs element (i, k) at lhs[i * li + k * lk], rhs (k, j) at
+ * rhs[k * rk + j * rj] (adj_x / adj_y swap an operand's two strides). */
+typedef struct {
+    int32_t R, C, K, li, lk, rk, rj;
+} bmm_walk_t;
+
+static bmm_walk_t bmm_walk(const bmm_data_t *d) {
+    bmm_walk_t w;
+    w.R = d->g.rows;
+    w.C = d->g.cols;
+    w.K = d->g.depth;
+    w.li = d->adj_x ? 1 : w.K;
+    w.lk = d->adj_x ? w.R : 1;
+    w.rk = d->adj_y ? 1 : w.C;
+    w.rj = d->adj_y ? w.K : 1;
+    return w;
+}
+
+/* One float [rows, cols] product (strides: bmm_walk). */
 static void bmm_one(const bmm_data_t *d, const float *lhs, const float *rhs, float *y) {
-    const int32_t R = d->g.rows, C = d->g.cols, K = d->g.depth;
-    const int32_t li = d->adj_x ? 1 : K, lk = d->adj_x ? R : 1;
-    const int32_t rk = d->adj_y ? 1 : C, rj = d->adj_y ? K : 1;
+    const bmm_walk_t w = bmm_walk(d);
+    const int32_t R = w.R, C = w.C, K = w.K, li = w.li, lk = w.lk, rk = w.rk, rj = w.rj;
     int32_t i, j, k;
     for (i = 0; i < R; i++) {
         const float *lrow = lhs + (int64_t)i * li;
@@ -144,11 +161,10 @@ static void bmm_one(const bmm_data_t *d, const float *lhs, const float *rhs, flo
     }
 }
 
-/* One INT8 [rows, cols] product (strides as bmm_one): the int32 accumulator wraps like TFLM's. */
+/* One INT8 [rows, cols] product (strides: bmm_walk): the int32 accumulator wraps like TFLM's. */
 static void bmm_one_int8(const bmm_data_t *d, const int8_t *lhs, const int8_t *rhs, int8_t *y) {
-    const int32_t R = d->g.rows, C = d->g.cols, K = d->g.depth;
-    const int32_t li = d->adj_x ? 1 : K, lk = d->adj_x ? R : 1;
-    const int32_t rk = d->adj_y ? 1 : C, rj = d->adj_y ? K : 1;
+    const bmm_walk_t w = bmm_walk(d);
+    const int32_t R = w.R, C = w.C, K = w.K, li = w.li, lk = w.lk, rk = w.rk, rj = w.rj;
     int32_t i, j, k;
     for (i = 0; i < R; i++)
         for (j = 0; j < C; j++) {
@@ -163,9 +179,8 @@ static void bmm_one_int8(const bmm_data_t *d, const int8_t *lhs, const int8_t *r
 
 /* One INT16 [rows, cols] product: int64 accumulator, the int64 requantization of the 16x8 kernels. */
 static void bmm_one_int16(const bmm_data_t *d, const int16_t *lhs, const int16_t *rhs, int16_t *y) {
-    const int32_t R = d->g.rows, C = d->g.cols, K = d->g.depth;
-    const int32_t li = d->adj_x ? 1 : K, lk = d->adj_x ? R : 1;
-    const int32_t rk = d->adj_y ? 1 : C, rj = d->adj_y ? K : 1;
+    const bmm_walk_t w = bmm_walk(d);
+    const int32_t R = w.R, C = w.C, K = w.K, li = w.li, lk = w.lk, rk = w.rk, rj = w.rj;
     int32_t i, j, k;
     for (i = 0; i < R; i++)
         for (j = 0; j < C; j++) {
