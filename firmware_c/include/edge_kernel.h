@@ -242,7 +242,7 @@ void edge_fold_pad(edge_node_t *node, edge_ctx_t *ctx);
  * (*top / *left its padding before H / W, added to the conv's own; bottom / right follow from the output size), else
  * its input 0 (*top = *left = 0). The conv keeps input 0's dims for its geometry and its quantization. */
 int32_t edge_conv_source(edge_ctx_t *ctx, const edge_node_t *node, int32_t *top, int32_t *left);
-/* Host builds (EDGE_SIMD): the PRELU node float32 ADD node `add` runs in its own pass (y = prelu(act(a + b)), one
+/* Host builds (EDGE_SIMD): the PRELU node float32 or int8 ADD node `add` runs in its own pass (y = prelu(act(a + b)), one
  * pass over the bytes instead of two: palm_detection's ADD -> PRELU pairs), else NULL: no broadcast, the ADD's output
  * read by one later node alone (PRELU, its input 0, a constant slope per channel of the last axis; only nodes folded
  * at prepare between the two) and returned by no subgraph, no patch plan. edge_add_prelu_prev: the ADD that runs `prelu` so, else NULL. At eval both kernels ask
@@ -251,6 +251,9 @@ int32_t edge_conv_source(edge_ctx_t *ctx, const edge_node_t *node, int32_t *top,
 const edge_node_t *edge_add_prelu_next(edge_ctx_t *ctx, const edge_node_t *add);
 const edge_node_t *edge_add_prelu_prev(edge_ctx_t *ctx, const edge_node_t *prelu);
 int32_t edge_add_prelu_runs(const edge_tensor_t *a, const edge_tensor_t *b, const edge_tensor_t *y);
+/* Host builds: an int8 PRELU node's per-channel step (its prepared table, prelu.c) over `rows` whole rows of its
+ * channels, x to y (x may be y); returns its channel count, 0 (nothing written) when it has no table. */
+int32_t edge_prelu_int8_rows(const edge_node_t *prelu, const int8_t *x, int8_t *y, int64_t rows);
 
 /* Ask for `bytes` of scratch valid during this node's eval; *index receives the handle (>= 0: keep it in op data).
  * A node's requests form one block, planned after the tensors into gaps of the plan (bytes not live during

@@ -2100,15 +2100,16 @@ const edge_node_t *edge_add_prelu_next(edge_ctx_t *ctx, const edge_node_t *add) 
     const edge_tensor_t *a, *b, *y, *alpha, *out;
     const int32_t *outputs;
     const int32_t level = edge_simd_level();
-    int32_t n, k, j, reads = 0, folded;
+    int32_t n, k, j, reads = 0, folded, t;
     if (add->op != EDGE_OP_ADD || it->patch_plan.rows || add->n_inputs != 2 || add->n_outputs != 1 ||
-        add->inputs[0] < 0 || add->inputs[1] < 0 || add->outputs[0] < 0 || add->index + 1 >= sg->n_nodes ||
-        !level || !edge_simd_prelu_f32_rows(level, NULL, NULL, 0, 0, NULL))
+        add->inputs[0] < 0 || add->inputs[1] < 0 || add->outputs[0] < 0 || add->index + 1 >= sg->n_nodes || !level)
         return 0;
     a = &ctx->tensors[add->inputs[0]];
     b = &ctx->tensors[add->inputs[1]];
     y = &ctx->tensors[add->outputs[0]];
-    if (y->type != EDGE_FLOAT32 || a->type != EDGE_FLOAT32 || b->type != EDGE_FLOAT32 || y->is_variable ||
+    t = y->type; /* float32 (the SIMD channel rows), or int8 (PRELU's per-channel table: prelu.c) throughout */
+    if ((t == EDGE_FLOAT32 ? !edge_simd_prelu_f32_rows(level, NULL, NULL, 0, 0, NULL) : t != EDGE_INT8) ||
+        a->type != t || b->type != t || y->is_variable ||
         y->rank < 1 || edge_tensor_elements(a) != edge_tensor_elements(y) ||
         edge_tensor_elements(b) != edge_tensor_elements(y)) /* no broadcast: one row of the three */
         return 0;
@@ -2134,8 +2135,8 @@ const edge_node_t *edge_add_prelu_next(edge_ctx_t *ctx, const edge_node_t *add) 
         if (nd->outputs[0] == c->inputs[1]) folded = 1;
     }
     out = &ctx->tensors[c->outputs[0]];
-    if (alpha->type != EDGE_FLOAT32 || !folded || alpha->rank < 1 ||
-        out->type != EDGE_FLOAT32 || edge_tensor_elements(out) != edge_tensor_elements(y) ||
+    if (alpha->type != (t == EDGE_INT8 ? EDGE_INT8 : EDGE_FLOAT32) || !folded || alpha->rank < 1 ||
+        out->type != t || edge_tensor_elements(out) != edge_tensor_elements(y) ||
         edge_tensor_elements(alpha) != y->dims[y->rank - 1] || alpha->dims[alpha->rank - 1] != y->dims[y->rank - 1])
         return 0; /* one slope per channel of the last axis (PRELU's channel rows) */
     return c;

@@ -41,6 +41,7 @@ typedef struct {
     int32_t prelu_c;            /* float32 ADD running the next PRELU in its pass (edge_add_prelu_next): its
                                  * channels (alpha's count, the last axis; 0: no PRELU), its output, its slopes */
     int32_t prelu_out, prelu_alpha; /* tensors (the slopes may be folded after this prepare: data read at eval) */
+    const edge_node_t *prelu;   /* int8 ADD running the next PRELU (its table is made at its prepare, after this) */
 #endif
 } addsub_data_t;
 
@@ -128,6 +129,7 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
          * when it has the path (a call with n = 0 asks) */
         d->simd = d->p.q1.left == 0 && d->p.q2.left == 0 ? edge_simd_level() : 0;
         if (d->simd && !edge_simd_addsub_q8(d->simd, 0, 0, 0, 0, 0, 0, q)) d->simd = 0;
+        d->prelu = sign > 0 ? edge_add_prelu_next(ctx, node) : 0;
     }
 #endif
     return EDGE_OK;
@@ -240,6 +242,33 @@ static int add_prelu_eval(const addsub_data_t *d, edge_ctx_t *ctx, const edge_no
 }
 #endif
 
+#if EDGE_SIMD
+/* int8 ADD then the next PRELU (edge_add_prelu_next) in one pass over cache-sized blocks of whole rows: each block's
+ * requantized sums (the int8 ADD's row) into the PRELU's output, then the PRELU's per-channel table over them in
+ * place while they are in L1: the bits of the two apart. 0 (nothing written) when the PRELU has no table (more than
+ * 256 channels) or its output overlaps an input otherwise than at its start. */
+#define ADD_PRELU_Q8_BLOCK 16384 /* bytes of output a block */
+static int add_prelu_q8_eval(const addsub_data_t *d, edge_ctx_t *ctx, const edge_node_t *node) {
+    const edge_tensor_t *ta = edge_in(ctx, node, 0), *tb = edge_in(ctx, node, 1), *ty = edge_out(ctx, d->prelu, 0);
+    const int8_t *a = (const int8_t *)ta->data, *b = (const int8_t *)tb->data;
+    int8_t *y = (int8_t *)ty->data;
+    const int32_t c = edge_prelu_int8_rows(d->prelu, NULL, NULL, 0);
+    int64_t rows, step, r;
+    if (!c || !edge_add_prelu_runs(ta, tb, ty)) return 0;
+    rows = edge_tensor_elements(ty) / c;
+    step = c >= ADD_PRELU_Q8_BLOCK ? 1 : ADD_PRELU_Q8_BLOCK / c;
+    for (r = 0; r < rows; r += step) { /* rows [r, r + nr): elements at r * c */
+        const int64_t nr = rows - r < step ? rows - r : step, at = r * c;
+        if (d->simd)
+            addsub_row_simd(d, a + at, 1, b + at, 1, y + at, (int32_t)(nr * c));
+        else
+            add_rows.int8(&d->p, a + at, 1, b + at, 1, y + at, (int32_t)(nr * c));
+        (void)edge_prelu_int8_rows(d->prelu, y + at, y + at, nr);
+    }
+    return 1;
+}
+#endif
+
 /* n bytes at p and at q do not overlap (compared as addresses: they may lie in different objects). */
 static int disjoint(const void *p, const void *q, int32_t n) {
     const uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
@@ -256,6 +285,7 @@ static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
 #endif
 #if EDGE_SIMD
     if (d->prelu_c && add_prelu_eval(d, ctx, node)) return;
+    if (d->prelu && add_prelu_q8_eval(d, ctx, node)) return;
     if (eb_eval_simd(&d->bc, d->type, d->fsimd, d->sign > 0 ? EDGE_SIMD_F32_ADD : EDGE_SIMD_F32_SUB, d->p.flo,
                      d->p.fhi, d->simd, d, addsub_row_simd, a, b, y))
         return;

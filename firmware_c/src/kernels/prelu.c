@@ -23,7 +23,8 @@ typedef struct {
                                  * through the broadcast walk); int8 with a table: the same count */
     const int8_t *channel_table; /* int8, constant slopes one per channel: channel c's output of every input at
                                   * [c * 256 + (uint8)x] (c * 256 bytes with the packed copies), or NULL */
-    int32_t add_a, add_b;       /* float32 run by the ADD before it (edge_add_prelu_prev): that ADD's inputs; -1 */
+    int32_t add_a, add_b;       /* run by the ADD before it (edge_add_prelu_prev; int8: with a channel_table):
+                                 * that ADD's inputs; -1 */
 #endif
 } prelu_data_t;
 
@@ -93,9 +94,34 @@ edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
         d->channel_table = table;
         d->channel_rows = c;
     }
+    {
+        const edge_node_t *add = d->channel_table ? edge_add_prelu_prev(ctx, node) : 0;
+        d->add_a = add ? add->inputs[0] : -1;
+        d->add_b = add ? add->inputs[1] : -1;
+    }
 #endif
     return EDGE_OK;
 }
+
+#if EDGE_SIMD
+/* rows whole rows of the table's channels: y[r * c + ch] = table[ch * 256 + (uint8)x[r * c + ch]] (x may be y).
+ * The table and count in locals: an int8 store may alias d's fields, which the compiler would reload per element. */
+static void prelu_table_rows(const prelu_data_t *d, const int8_t *x, int8_t *y, int64_t rows) {
+    const int8_t *const table = d->channel_table;
+    const int32_t c = d->channel_rows;
+    int64_t r;
+    int32_t ch;
+    for (r = 0; r < rows; r++, x += c, y += c)
+        for (ch = 0; ch < c; ch++) y[ch] = table[(ch << 8) + (uint8_t)x[ch]];
+}
+
+int32_t edge_prelu_int8_rows(const edge_node_t *prelu, const int8_t *x, int8_t *y, int64_t rows) {
+    const prelu_data_t *d = (const prelu_data_t *)prelu->user_data;
+    if (!d || !d->channel_table) return 0;
+    if (rows) prelu_table_rows(d, x, y, rows);
+    return d->channel_rows;
+}
+#endif
 
 static void row_int8(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
     const prelu_data_t *d = (const prelu_data_t *)op;
@@ -136,13 +162,9 @@ void edge_eval_prelu(const edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *out = edge_out(ctx, node, 0);
 #if EDGE_SIMD
     if (d->channel_table && !(EDGE_WITH_PATCH && ctx->window)) {
-        const int8_t *xi = (const int8_t *)x->data;
-        int8_t *y = (int8_t *)out->data;
-        const int64_t n = edge_tensor_elements(out);
-        int64_t i;
-        int32_t ch;
-        for (i = 0; i < n; i += d->channel_rows)
-            for (ch = 0; ch < d->channel_rows; ch++) y[i + ch] = d->channel_table[ch * 256 + (uint8_t)xi[i + ch]];
+        if (d->add_a >= 0 && edge_add_prelu_runs(&ctx->tensors[d->add_a], &ctx->tensors[d->add_b], out))
+            return; /* the ADD before it wrote the output (add.c's add_prelu_q8_eval) */
+        prelu_table_rows(d, (const int8_t *)x->data, (int8_t *)out->data, edge_tensor_elements(out) / d->channel_rows);
         return;
     }
 #endif
