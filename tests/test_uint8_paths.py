@@ -42,12 +42,21 @@ def detector(tmp_path_factory) -> Path:
     return path
 
 
-def _same_as_litert(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+def _same_as_litert(got: list[np.ndarray], want: list[np.ndarray], board: bool = False) -> None:
     """The detector's outputs equal LiteRT's reference kernels': the detections (LiteRT leaves the slots past
-    num_detections unwritten) and the UINT8 probabilities, bit for bit."""
+    num_detections unwritten) and the UINT8 probabilities, bit for bit; on a ``board`` the float boxes within the
+    float tolerance `edge profile` validates with (a Cortex-M4 decodes boxes in single precision: its FPU has no
+    double), classes and scores still bit for bit."""
+    from edge_sdk.tools.profile import float_tolerance
+
     count = int(want[3][0])
     assert int(got[3][0]) == count and count > 0
-    for g, w in zip(got[:3], want[:3]):
+    boxes_got, boxes_want = got[0][:, :count], want[0][:, :count]
+    if board:
+        np.testing.assert_allclose(boxes_got, boxes_want, rtol=0, atol=float_tolerance(boxes_want))
+    else:
+        np.testing.assert_array_equal(boxes_got, boxes_want)
+    for g, w in zip(got[1:3], want[1:3]):
         np.testing.assert_array_equal(g[:, :count], w[:, :count])
     assert got[4].dtype == want[4].dtype == np.uint8
     np.testing.assert_array_equal(got[4], want[4])
@@ -113,10 +122,11 @@ def test_edge_convert_says_in_one_line_that_the_model_is_already_quantized(detec
 
 @pytest.mark.slow
 @needs_board
-def test_flashed_and_profiled_on_the_qemu_board_bit_exact_with_litert(state, detector, tmp_path, capsys):
+def test_flashed_and_profiled_on_the_qemu_board_as_litert(state, detector, tmp_path, capsys):
     """edge flash embeds the presented model (its arena the presented model's: edge check's figure for the board),
     edge profile flips the UINT8 input and output at the link and validates the board's outputs against the host
-    interpreter, and the board's outputs read back over the link are LiteRT's reference kernels' bit for bit; then
+    interpreter, and the board's outputs read back over the link are LiteRT's reference kernels' (classes, scores and
+    probabilities bit for bit, boxes within the float tolerance); then
     `edge check --link` links the same firmware."""
     from edge_sdk.device.serial_link import SerialLink
     from edge_sdk.targets.check import target_arena
@@ -144,7 +154,7 @@ def test_flashed_and_profiled_on_the_qemu_board_bit_exact_with_litert(state, det
     finally:
         link.close()
     board[4] = uint8.to_uint8(board[4])
-    _same_as_litert(board, peer_outputs(DETECTOR, [IMAGE], "litert", isolate=True))
+    _same_as_litert(board, peer_outputs(DETECTOR, [IMAGE], "litert", isolate=True), board=True)
     # `edge check --link` links that firmware (the runtime's objects flash built): the presented model linked
     capsys.readouterr()
     assert main(["check", str(detector), "--target", "qemu-mps2-an386", "--link", "--json"]) == 0
