@@ -43,3 +43,33 @@ def test_conv_batch_of_zero_gives_an_empty_output(runtime, rng, op, type_, hw, c
     x = np.zeros((0, *hw, c), np.float32 if type_ == "FLOAT32" else getattr(np, type_.lower()))
     (out,) = check_on(runtime, model, [x], peer="litert")
     assert out.shape[0] == 0 and out.shape[1:] == (hw[0] - 2, hw[1] - 2, out.shape[3])
+
+
+FC_TYPES = {  # input type: its quantization, the weights' type, the bias type
+    "INT8": ({"scale": 0.1, "zero_point": 1}, "INT8", "INT32"),
+    "INT16": ({"scale": 0.001, "zero_point": 0}, "INT8", "INT64"),
+    "FLOAT32": ({}, "FLOAT32", "FLOAT32"),
+}
+
+
+@pytest.mark.parametrize("type_", list(FC_TYPES))
+@pytest.mark.parametrize("in_shape,units,keep", [((3, 0), 4, False), ((2, 5, 0), 3, True), ((2, 5, 0), 6, False)])
+@pytest.mark.parametrize("act,with_bias", [("NONE", True), ("RELU", True), ("NONE", False)])
+def test_fully_connected_of_depth_zero_runs_as_litert(runtime, type_, in_shape, units, keep, act, with_bias):
+    """Weights [units, 0]: LiteRT's output is (rows, units) of zero bytes (not the bias, requantized: its
+    fully_connected.cc fills the output with zeros before looking at the bias); the output zero point is not 0 so
+    that zero bytes and a quantized 0 differ."""
+    q, wtype, btype = FC_TYPES[type_]
+    wq = {"scale": 0.05, "zero_point": 0} if q else {}
+    bq = {"scale": q["scale"] * 0.05, "zero_point": 0} if q else {}
+    yq = {"scale": q["scale"] * 0.2, "zero_point": q["zero_point"] - 4 * (type_ == "INT8")} if q else {}
+    bias_values = np.linspace(-300, 1000, units).astype({"INT32": np.int32, "INT64": np.int64,
+                                                        "FLOAT32": np.float32}[btype])
+    bias = T((units,), btype, data=bias_values, **bq) if with_bias else None
+    out_shape = (*in_shape[:-1], units) if keep else (int(np.prod(in_shape[:-1])), units)
+    model = op_model("FULLY_CONNECTED", [T(in_shape, type_, **q), T((units, 0), wtype, data=np.zeros((units, 0)), **wq),
+                                         bias], [T(out_shape, type_, **yq)],
+                     {"fused_activation_function": act, "keep_num_dims": keep})
+    x = np.zeros(in_shape, np.float32 if type_ == "FLOAT32" else getattr(np, type_.lower()))
+    (out,) = check_on(runtime, model, [x], peer="litert")
+    assert out.shape == out_shape and not out.any()
