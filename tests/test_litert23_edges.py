@@ -73,3 +73,35 @@ def test_fully_connected_of_depth_zero_runs_as_litert(runtime, type_, in_shape, 
     x = np.zeros(in_shape, np.float32 if type_ == "FLOAT32" else getattr(np, type_.lower()))
     (out,) = check_on(runtime, model, [x], peer="litert")
     assert out.shape == out_shape and not out.any()
+
+
+SQRT_SCALES = [(0.001, 0.0005), (1e-4, 0.01), (0.05, 1e-4), (0.02, 0.001)]  # (input, output); the third saturates
+
+
+@pytest.mark.parametrize("scales", SQRT_SCALES)
+def test_sqrt_int16_equals_litert_on_every_non_negative_value(runtime, scales):
+    """LiteRT's int16 SQRT truncates sqrt(x * s_in) / s_out in float32 (rounding would be 1 off on about half the
+    values): every non-negative int16, bit for bit."""
+    x = np.arange(32768, dtype=np.int16).reshape(128, 256)
+    model = op_model("SQRT", [T(x.shape, "INT16", scale=scales[0], zero_point=0)],
+                     [T(x.shape, "INT16", scale=scales[1], zero_point=0)])
+    (out,) = check_on(runtime, model, [x], peer="litert")
+    assert len(np.unique(out)) > 100
+
+
+def test_sqrt_int16_negative_input_fails_the_invoke_as_litert(runtime):
+    from tests.oprunner import fails_then_runs_as_litert
+
+    model = op_model("SQRT", [T((2, 3), "INT16", scale=0.01, zero_point=0)], [T((2, 3), "INT16", scale=0.01, zero_point=0)])
+    good = np.array([[0, 1, 4], [100, 32767, 9]], np.int16)
+    bad = np.array([[0, 1, 4], [100, -5, 9]], np.int16)
+    fails_then_runs_as_litert(runtime, (model, lambda v: [v], good, bad, "SQRT", "element 4"))
+
+
+def test_sqrt_int16_zero_points_other_than_0_are_refused_in_one_line(runtime):
+    from edge_sdk.errors import ModelError
+    from tests.oprunner import refusal_on
+
+    model = op_model("SQRT", [T((4,), "INT16", scale=0.01, zero_point=0)], [T((4,), "INT16", scale=0.01, zero_point=7)])
+    err = refusal_on(runtime, model, ModelError)
+    assert "zero point" in str(err) and "\n" not in str(err)
