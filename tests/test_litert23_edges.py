@@ -1,6 +1,7 @@
 """Edge cases a sweep found LiteRT's reference kernels (OpResolverType.BUILTIN_REF) run and we refused or computed
 differently (issue 23), on both runtimes (the ``runtime`` grid): a batch of 0 through CONV_2D and
-DEPTHWISE_CONV_2D (an empty output)."""
+DEPTHWISE_CONV_2D (an empty output), FULLY_CONNECTED with weights of depth 0 (zeros), SQRT on INT16 (a truncated
+float32 quotient) and uint8 RESIZE_BILINEAR (LiteRT's float rounding of the uint8 values)."""
 
 from __future__ import annotations
 
@@ -125,3 +126,18 @@ def test_uint8_resize_bilinear_rounds_as_litert(runtime, in_hw, out_hw, modes):
     feed = rng.integers(0, 256, x.shape).astype(np.uint8)
     (out,) = check_on(runtime, model, [feed], peer="litert")
     assert out.dtype == np.uint8
+
+
+def test_hybrid_fully_connected_of_depth_zero_and_conv_batch_of_zero_run_as_litert(runtime, rng):
+    """FLOAT32 data with INT8 weights (LiteRT's hybrid kernels): weights [units, 0] give zeros, a batch of 0 an
+    empty output through CONV_2D, as LiteRT (its hybrid DEPTHWISE_CONV_2D refuses a batch of 0 at invoke)."""
+    w = T((4, 0), "INT8", scale=0.05, zero_point=0, data=np.zeros((4, 0)))
+    fc = op_model("FULLY_CONNECTED", [T((3, 0), "FLOAT32"), w, T((4,), "FLOAT32", data=np.arange(4, dtype=np.float32))],
+                  [T((3, 4), "FLOAT32")])
+    (out,) = check_on(runtime, fc, [np.zeros((3, 0), np.float32)], peer="litert")
+    assert out.shape == (3, 4) and not out.any()
+    wc = T((4, 3, 3, 3), "INT8", scale=[0.05] * 4, zero_point=0, data=rng.integers(-127, 128, (4, 3, 3, 3)))
+    conv = op_model("CONV_2D", [T((0, 5, 5, 3), "FLOAT32"), wc, T((4,), "FLOAT32", data=np.zeros(4, np.float32))],
+                    [T((0, 3, 3, 4), "FLOAT32")], {"padding": "VALID", "stride_w": 1, "stride_h": 1}, version=3)
+    (out,) = check_on(runtime, conv, [np.zeros((0, 5, 5, 3), np.float32)], peer="litert")
+    assert out.shape == (0, 3, 3, 4)
