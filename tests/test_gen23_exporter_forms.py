@@ -8,7 +8,8 @@ after (py / c; "ok": equal to the peers: integers exact, floats within 1e-4 of r
 - GATHER with a negative index (int32, int64): LiteRT refuses at invoke; ours: one DataError line, both.
 - RESIZE_NEAREST_NEIGHBOR half_pixel_centers / align_corners / neither, up and down, float / int8 / int16 / uint8;
   RESIZE_BILINEAR the same: ok / ok, except uint8 bilinear +-1 against LiteRT (LiteRT's uint8 reference
-  interpolates in float, its int8 one in integers; ours runs a uint8 model as int8, which TFLM would).
+  interpolates in float, its int8 one in integers; ours runs a uint8 model as int8, which TFLM would) -> ok / ok
+  (uint8.py marks the op: tests/test_litert23_edges.py).
 - SPLIT_V with a -1 size, SPLIT / PACK / UNPACK on a negative axis, HARD_SWISH int8 / uint8, SOFTMAX over the last
   axis of 4-D (float, int8, int16), SELECT_V2 broadcasting (float, int8), BATCH_MATMUL float broadcasting
   (rank 2-4, adj_x / adj_y, constant rhs): ok / ok.
@@ -25,9 +26,9 @@ after (py / c; "ok": equal to the peers: integers exact, floats within 1e-4 of r
   refused / refused -> == TFLM / == TFLM (LiteRT refuses the graph: no int16 SQUARED_DIFFERENCE); `edge check` on
   a Pi and an STM32, `edge bench --backend c`: ok.
 - CONV_2D / DEPTHWISE_CONV_2D with a batch of 0: LiteRT and Python give an empty output; C refuses ("input depth
-  is not a multiple of the filter depth": conv_2d.c / depthwise_conv_2d.c test n <= 0; not this module's files).
-  FULLY_CONNECTED with a depth of 0: LiteRT gives the bias, both ours refuse in one line. RESIZE_BILINEAR uint8:
-  +-1 against LiteRT (see above).
+  is not a multiple of the filter depth") -> ok / ok. FULLY_CONNECTED with a depth of 0: LiteRT gives zero bytes
+  (not the bias: measured), both ours refuse in one line -> ok / ok. RESIZE_BILINEAR uint8: see above. (Tests:
+  tests/test_litert23_edges.py.)
 - onnx.helper models through `edge convert --quantize none` (Gather with negative constant indices, Resize
   nearest / linear in four coordinate modes, HardSwish + Split, Softmax over a 4-D last axis, LayerNormalization,
   MatMul broadcasting, a Where mask, exact GELU by Erf, Pad + Conv + BatchNormalization, Slice with a negative
@@ -36,7 +37,7 @@ after (py / c; "ok": equal to the peers: integers exact, floats within 1e-4 of r
   SLICE / TILE / REVERSE_V2 / MIRROR_PAD / GATHER_ND / BATCH_TO_SPACE_ND: ok / ok. RELU6 with another output scale
   and SUM past the int16 range: == TFLM (LiteRT rescales RELU6's clamp; its SUM differs); ARG_MAX / ARG_MIN /
   DEPTH_TO_SPACE / SPACE_TO_DEPTH / BROADCAST_TO / RELU_N1_TO_1 int16: LiteRT refuses, ours run. SQRT int16: LiteRT
-  runs it, ours refuse in one line. UNIDIRECTIONAL_SEQUENCE_LSTM 16x8 (int64 biases), batch- and time-major: ==
+  runs it, ours refuse in one line -> ok / ok (tests/test_litert23_edges.py). UNIDIRECTIONAL_SEQUENCE_LSTM 16x8 (int64 biases), batch- and time-major: ==
   TFLM on both (LiteRT refuses it).
 - metadata buffers (min_runtime_version, TFLITE_METADATA), an unused constant: ok / ok. An unused STRING
   constant (a TF export's label list): refused at load / refused at load -> ok / ok; an op reading it: one line.

@@ -288,7 +288,8 @@ ROWS: dict[str, OpRow] = _rows(
           family='unary'),
     OpRow("LOG",                          "math:prepare_log",                 2,
           family='unary'),
-    # SQRT: float only in LiteRT and TFLM (no integer kernel anywhere): not quantized, kept float with exclude
+    # SQRT: float, and INT16 (zero points 0) as LiteRT's elementwise.cc (truncated float32 quotient; TFLM has no
+    # integer SQRT): not quantized by the converter, kept float with exclude
     OpRow("SQRT",                         "math:prepare_sqrt",                2,
           family='unary'),
     # ABS: INT8 / INT16 as elementwise.cc AbsEvalQuantized (|x - zp_in| requantized to the output's scale), in

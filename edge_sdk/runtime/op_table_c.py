@@ -310,7 +310,7 @@ C_TYPES: dict[str, tuple[tuple[str, ...], int, str]] = {
     'SPARSE_TO_DENSE': (('INT32', 'INT64'), -1, 'constant output_shape; values FLOAT32/INT8/UINT8/INT32/INT64'),
     'SPLIT': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL'), -1, ''),
     'SPLIT_V': (('FLOAT32', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL'), -1, ''),
-    'SQRT': (('FLOAT32',), -1, ''),
+    'SQRT': (('FLOAT32', 'INT16'), -1, 'INT16: zero points 0; a negative input fails the invoke (LiteRT)'),
     'SQUARE': (('FLOAT32',), -1, ''),
     'SQUARED_DIFFERENCE': (('FLOAT32', 'INT8', 'INT16', 'INT32'), -1, 'inputs of one type'),
     'SQUEEZE': (('FLOAT32', 'FLOAT16', 'INT8', 'UINT8', 'INT16', 'INT32', 'INT64', 'BOOL', 'UINT32', 'UINT16'), -1, ''),

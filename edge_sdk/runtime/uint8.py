@@ -20,6 +20,11 @@ import numpy as np
 from edge_sdk.model.types import Buffer, Model, Quantization
 
 SHIFT = 128  # uint8 q <-> int8 q - 128
+# RESIZE_BILINEAR is the one uint8 kernel of LiteRT that does not compute on (q - zero point): it interpolates the
+# uint8 values in float32, adds 0.5 and truncates, where its int8 kernel rounds a Q20 sum. So ``present`` marks each
+# RESIZE_BILINEAR it presents: its ResizeBilinearOptions' new_height (deprecated since v1, read by no runtime)
+# becomes FROM_UINT8, and both runtimes' kernels (resize.py, resize.c) then round as LiteRT's uint8 kernel.
+FROM_UINT8 = -SHIFT
 
 
 def _quantized(tensor) -> bool:
@@ -98,9 +103,23 @@ def present(model: Model) -> tuple[Model, frozenset]:
                         flipped_at[tensor.buffer] = tensor.buffer
                 t2.buffer = flipped_at[tensor.buffer]
             sg2.tensors[t] = t2
+        sg2.operators = [_marked_resize(model, op) if _presented_resize(model, op, s, chosen) else op
+                         for op in sg.operators]
         out.subgraphs.append(sg2)
     _requantize_concat_inputs(out, chosen)
     return out, frozenset(chosen)
+
+
+def _presented_resize(model: Model, op, s: int, chosen) -> bool:
+    return model.op_name(op) == "RESIZE_BILINEAR" and bool(op.inputs) and (s, op.inputs[0]) in chosen
+
+
+def _marked_resize(model: Model, op):
+    """A copy of a presented RESIZE_BILINEAR whose options say it came from uint8 (FROM_UINT8)."""
+    op = copy.copy(op)
+    op.options = {**(op.options or {}), "new_height": FROM_UINT8}
+    op.options_type = "ResizeBilinearOptions"
+    return op
 
 
 def _quant_key(tensor) -> tuple[float, int]:

@@ -463,7 +463,9 @@ def prepare_fully_connected(node: Node):
     if len(flt.shape) != 2:
         raise node.error(f"weights {flt.shape} must be 2-D [units, depth]")
     units, depth = flt.shape
-    if depth <= 0 or inp.size % depth:
+    if depth == 0:
+        return _fully_connected_of_depth_zero(node, inp, units)
+    if depth < 0 or inp.size % depth:
         raise node.error(f"input of {inp.size} values cannot be split into rows of the weights' depth {depth}")
     batches = inp.size // depth
     if opts.get("keep_num_dims"):
@@ -536,6 +538,20 @@ def prepare_fully_connected(node: Node):
         store(xf @ wm, inputs, 2, outputs[0])
 
     return run_int
+
+
+def _fully_connected_of_depth_zero(node: Node, inp: TensorInfo, units: int):
+    """Weights of depth 0 ([units, 0]): LiteRT sizes the output from the input's leading dimensions (input
+    (..., 0) -> (prod(...), units), or (..., units) with keep_num_dims) and fills it with zero bytes, whatever the
+    bias, activation or output zero point (its fully_connected.cc); so do we."""
+    lead = tuple(inp.shape[:-1]) if inp.shape else ()
+    keep = bool(node.options.get("keep_num_dims"))
+    node.set_output_shape(0, lead + (units,) if keep else (int(np.prod(lead, dtype=np.int64)), units))
+
+    def run_zero_bytes(inputs, outputs):
+        outputs[0][...] = 0
+
+    return run_zero_bytes
 
 
 def macs_fully_connected(node: Node) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from edge_sdk.runtime import uint8
 from edge_sdk.runtime.kernels.node import Eval, Node
 from edge_sdk.runtime.kernels.quant import TYPE_RANGES, clip_into, tflite_round
 
@@ -99,7 +100,8 @@ def prepare_resize_bilinear(node: Node) -> Eval:
         raise node.error("half_pixel_centers and align_corners cannot both be set")
     in_h, in_w = x.shape[1], x.shape[2]
 
-    if x.type == "FLOAT32":
+    from_uint8 = x.type == "INT8" and node.options.get("new_height") == uint8.FROM_UINT8
+    if x.type == "FLOAT32" or from_uint8:
         y0, y1, fy = _float_axis(in_h, h, ac, hp)
         x0, x1, fx = _float_axis(in_w, w, ac, hp)
         wy1 = fy.reshape(1, h, 1, 1)
@@ -118,7 +120,18 @@ def prepare_resize_bilinear(node: Node) -> Eval:
                 + a[:, r1, c1, :] * wy1 * wx1
             )
 
-        return run_float
+        if not from_uint8:
+            return run_float
+
+        def run_from_uint8(inputs, outputs):
+            # LiteRT's uint8 kernel: the float interpolation of the uint8 values (int8 + 128), + 0.5, truncated
+            u = inputs[0].astype(_F) + _F(uint8.SHIFT)
+            v = np.empty(outputs[0].shape, _F)
+            run_float([u], [v])
+            v += _F(0.5)
+            clip_into(outputs[0], np.trunc(v).astype(np.int64) - uint8.SHIFT, -128, 127)
+
+        return run_from_uint8
 
     y0, y1, fy = _int_axis(in_h, h, ac, hp)
     x0, x1, fx = _int_axis(in_w, w, ac, hp)

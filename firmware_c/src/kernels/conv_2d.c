@@ -249,7 +249,8 @@ edge_status_t edge_prepare_conv_2d(edge_node_t *node, edge_ctx_t *ctx) {
     d->dh = op.dh;
     d->dw = op.dw;
     d->scratch = -1;
-    if (d->n <= 0 || d->c <= 0 || d->o <= 0 || d->cg <= 0 || d->c % d->cg)
+    if (d->n < 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: negative batch"); /* a batch of 0: empty output */
+    if (d->c <= 0 || d->o <= 0 || d->cg <= 0 || d->c % d->cg)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: input depth is not a multiple of the filter depth");
     d->groups = d->c / d->cg;
     if (d->o % d->groups) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "CONV_2D: filters do not split into the groups");
@@ -1274,6 +1275,7 @@ void edge_eval_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
     const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
     edge_tensor_t *out = edge_out(ctx, node, 0);
     conv_data_t patch; /* a patch window (edge_window_t) */
+    if (edge_tensor_elements(out) == 0) return; /* a batch of 0, as LiteRT: an empty output */
     if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) { /* never in a patch stage (patching.py) */
         edge_hybrid_eval_conv_2d(node, ctx);
         return;

@@ -401,7 +401,8 @@ static edge_status_t dw_prepare(edge_node_t *node, edge_ctx_t *ctx) {
     d->dh = op.dh;
     d->dw = op.dw;
     d->scratch = d->plane = -1;
-    if (d->n <= 0 || d->c <= 0 || d->oc <= 0 || d->oc % d->c)
+    if (d->n < 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: negative batch"); /* 0: empty output */
+    if (d->c <= 0 || d->oc <= 0 || d->oc % d->c)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "DEPTHWISE_CONV_2D: filter channels are not a multiple of the input's");
     d->m = d->oc / d->c;
     if (depth_multiplier != 0 && depth_multiplier != d->m)
@@ -1637,6 +1638,7 @@ void edge_eval_depthwise_conv_2d(const edge_node_t *node, edge_ctx_t *ctx) {
 #if EDGE_DSP
     edge_rq_t stack_q[DW_STACK_Q];
 #endif
+    if (edge_tensor_elements(out) == 0) return; /* a batch of 0, as LiteRT: an empty output */
     if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) { /* never in a patch stage (patching.py) */
         edge_hybrid_eval_depthwise_conv_2d(node, ctx);
         return;

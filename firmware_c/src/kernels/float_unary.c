@@ -1,6 +1,8 @@
 /* SQRT, NEG, SQUARE, FLOOR, CEIL, ROUND, SIN, COS and SIGN, element-wise, as edge_sdk/runtime/kernels/math.py:
  * LiteRT's builtins of one float input (EXP and LOG, which also take int8 / int16 tables: exp_log.c).
- *  - SQRT through sqrtf (exact);
+ *  - SQRT through sqrtf (exact); INT16 (zero points 0, as LiteRT) as LiteRT's elementwise.cc: in float32,
+ *    sqrtf(x * input scale) / output scale truncated toward 0 and clamped; a negative input fails the invoke
+ *    (EDGE_EVAL_BAD_INPUT), as LiteRT's;
  *  - NEG also INT32 and INT64 (two's complement wrap, as numpy); integer tensors that carry quantization must
  *    share one scale with zero points of 0; INT8 and INT16 as LiteRT's reference Negate: the stored values
  *    negated (wrapping: -(-128) is -128) whatever the quantization says (a zero point is ignored, as LiteRT);
@@ -21,7 +23,7 @@
 #include "../edge_fixedpoint.h"
 #include "../edge_half.h"
 
-EDGE_KERNEL(SQRT, sqrt, 2, "FLOAT32", "")
+EDGE_KERNEL(SQRT, sqrt, 2, "FLOAT32 INT16", "INT16: zero points 0; a negative input fails the invoke (LiteRT)")
 EDGE_KERNEL(NEG, neg, 1, "FLOAT32 INT8 INT16 INT32 INT64", "INT8 / INT16: stored values negated, quantization ignored (LiteRT)")
 EDGE_KERNEL(SQUARE, square, 1, "FLOAT32", "")
 EDGE_KERNEL(FLOOR, floor, 1, "FLOAT32 FLOAT16", "")
@@ -63,7 +65,29 @@ static edge_status_t float_unary_prepare(edge_node_t *node, edge_ctx_t *ctx, int
     return edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
 }
 
-edge_status_t edge_prepare_sqrt(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
+typedef struct {
+    float in_scale, out_scale; /* SQRT INT16 */
+} sqrt_int16_data_t;
+
+edge_status_t edge_prepare_sqrt(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x = node->n_inputs == 1 ? edge_in(ctx, node, 0) : 0, *out;
+    sqrt_int16_data_t *d;
+    edge_status_t s;
+    node->user_data = 0; /* eval: FLOAT32 */
+    if (!x || x->type != EDGE_INT16 || node->n_outputs != 1) return float_unary_prepare(node, ctx, TAKES_FLOAT32);
+    out = edge_out(ctx, node, 0);
+    if ((s = edge_type_built(ctx, x->type)) != EDGE_OK) return s;
+    if (out->type != EDGE_INT16) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "output type differs from input");
+    if (!x->quantized || !out->quantized || x->zero_point || out->zero_point)
+        return EDGE_FAIL(ctx, EDGE_BAD_NODE, "SQRT: INT16 needs quantized tensors with zero points of 0 (LiteRT)");
+    d = (sqrt_int16_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    d->in_scale = x->scale;
+    d->out_scale = out->scale;
+    node->user_data = d;
+    return edge_set_output_shape(ctx, node, 0, x->dims, x->rank);
+}
+
 edge_status_t edge_prepare_neg(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_NEG_TYPES); }
 edge_status_t edge_prepare_square(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT32); }
 edge_status_t edge_prepare_floor(edge_node_t *node, edge_ctx_t *ctx) { return float_unary_prepare(node, ctx, TAKES_FLOAT16); }
@@ -116,7 +140,32 @@ static float round_half_even_f32(float v) {
         }                                                                                        \
     }
 
-FLOAT_UNARY(sqrt, sqrtf)
+static void sqrt_int16_eval(const edge_node_t *node, edge_ctx_t *ctx, const sqrt_int16_data_t *d) {
+    const int16_t *x = (const int16_t *)edge_in(ctx, node, 0)->data;
+    edge_tensor_t *out = edge_out(ctx, node, 0);
+    int16_t *y = (int16_t *)out->data;
+    const int64_t n = edge_tensor_elements(out);
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        float q;
+        if (x[i] < 0) {
+            EDGE_EVAL_BAD_INPUT(ctx, node, 0, i, x[i], "SQRT of a negative value");
+            return;
+        }
+        q = sqrtf((float)x[i] * d->in_scale) / d->out_scale; /* >= 0: truncation is the cast */
+        y[i] = q >= 32767.0f ? (int16_t)32767 : (int16_t)q;
+    }
+}
+
+static FLOAT_UNARY(sqrt_float, sqrtf)
+
+void edge_eval_sqrt(const edge_node_t *node, edge_ctx_t *ctx) {
+    if (EDGE_WITH_INT16 && node->user_data) {
+        sqrt_int16_eval(node, ctx, (const sqrt_int16_data_t *)node->user_data);
+        return;
+    }
+    edge_eval_sqrt_float(node, ctx);
+}
 FLOAT_UNARY(square, square_f32)
 FLOAT_UNARY_HALF(floor, floorf)
 FLOAT_UNARY(ceil, ceilf)

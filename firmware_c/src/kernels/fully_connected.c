@@ -122,6 +122,32 @@ static void fc_float_simd(const edge_node_t *node, edge_ctx_t *ctx, const fc_dat
 }
 #endif
 
+/* Weights of depth 0 ([units, 0]), as LiteRT's fully_connected.cc: the output is the input's leading dimensions
+ * (..., 0) -> (prod(...), units), or (..., units) with keep_num_dims, and eval fills it with zero bytes whatever
+ * the bias, activation, zero point or hybrid weights; eval reads the weights' shape. */
+static edge_status_t fc_prepare_depth_zero(edge_node_t *node, edge_ctx_t *ctx, const edge_tensor_t *in, int32_t units,
+                                           int32_t keep_num_dims) {
+    int32_t shape[8], k, rank = keep_num_dims ? in->rank : 2;
+    int64_t lead = 1;
+    fc_data_t *d;
+    edge_status_t s;
+    if (in->rank < 1 || in->rank > 8) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: input rank");
+    if ((s = edge_type_built(ctx, in->type)) != EDGE_OK) return s;
+    for (k = 0; k < in->rank - 1; k++) lead *= in->dims[k];
+    if (lead > 0x7fffffff) return EDGE_FAIL(ctx, EDGE_LIMIT, "FULLY_CONNECTED: too many rows");
+    for (k = 0; k < in->rank - 1; k++) shape[k] = in->dims[k];
+    if (!keep_num_dims) shape[0] = (int32_t)lead;
+    shape[rank - 1] = units;
+    if ((s = edge_set_output_shape(ctx, node, 0, shape, rank)) != EDGE_OK) return s;
+    d = (fc_data_t *)edge_alloc_persistent(ctx, sizeof *d);
+    if (!d) return EDGE_ARENA_TOO_SMALL;
+    memset(d, 0, sizeof *d);
+    d->batches = (int32_t)lead;
+    d->units = units;
+    node->user_data = d;
+    return EDGE_OK;
+}
+
 /* FullyConnectedOptions: 0 fused_activation_function, 1 weights_format, 2 keep_num_dims. */
 edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
     const int has_opts = node->options_type == EDGE_OPTS_FullyConnectedOptions;
@@ -142,6 +168,9 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: input and weights are required");
     if ((s = edge_int4_to_int8(ctx, w)) != EDGE_OK) return s; /* INT4 weights: the INT8 paths below (edge_int4.h) */
+    if (w->rank == 2 && w->dims[1] == 0 && in->type == out->type && /* float, hybrid, int8, 16x8: zero bytes */
+        (in->type == EDGE_FLOAT32 || ((in->type == EDGE_INT8 || in->type == EDGE_INT16) && w->type == EDGE_INT8)))
+        return fc_prepare_depth_zero(node, ctx, in, w->dims[0], keep_num_dims);
     if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) return edge_hybrid_prepare_fully_connected(node, ctx);
     if (act < 0 || act > EDGE_ACT_RELU6) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: fused activation");
     if (weights_format != 0) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: only DEFAULT weights_format");
@@ -467,6 +496,10 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
     int64_t r64;
     uint32_t in_off, f_off;
 
+    if (w->rank == 2 && w->dims[1] == 0) { /* fc_prepare_depth_zero, hybrid or not */
+        memset(out->data, 0, out->bytes);
+        return;
+    }
     if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) { /* its user_data is hybrid.c's, not an fc_data_t */
         edge_hybrid_eval_fully_connected(node, ctx);
         return;

@@ -6,6 +6,9 @@
  *  - bilinear float32: positions in float32 ((v + 0.5) * scale - 0.5 with half_pixel_centers, v * scale
  *    otherwise; scale (in - 1) / (out - 1) with align_corners), corners floor / ceil clamped into the input,
  *    output ((a00 * wy0) * wx0 + (a10 * wy1) * wx0) + (a01 * wy0) * wx1 + (a11 * wy1) * wx1 in that order.
+ *  - bilinear int8 from a uint8 model (edge_sdk/runtime/uint8.py marks it: ResizeBilinearOptions.new_height, a
+ *    deprecated field, holds FROM_UINT8 = -128): LiteRT's uint8 kernel, the float32 interpolation above of the
+ *    uint8 values (int8 + 128), + 0.5, truncated, clamped, back to int8.
  *  - bilinear int8 / int16: Q10 positions (integer scale rounded), Q20 products of the Q10 weights summed
  *    exactly, rounded half away from zero back to the integer type (TFLM's ResizeBilinearInteger).
  *  - nearest (FLOAT32, INT8, UINT8, INT16, INT32): float32 position (v + 0.5 with half_pixel_centers) * scale,
@@ -25,12 +28,14 @@ EDGE_KERNEL(RESIZE_BILINEAR, resize_bilinear, 4, "FLOAT32 INT8 INT16", "NHWC 4-D
 EDGE_KERNEL(RESIZE_NEAREST_NEIGHBOR, resize_nearest_neighbor, 4, "FLOAT32 INT8 UINT8 INT16 INT32", "NHWC 4-D")
 
 #define RESIZE_MAX_SIDE (1 << 20) /* Q10 positions of in * 1024 stay within int32 */
+#define RESIZE_FROM_UINT8 (-128)  /* new_height of a RESIZE_BILINEAR uint8.py presents (its FROM_UINT8) */
 
 typedef struct {
     int32_t batches, in_h, in_w, ch, out_h, out_w;
     int32_t *rows; /* bilinear: lo, hi per output row; nearest: the source row */
     int32_t *cols; /* likewise per output column */
     void *fy, *fx; /* bilinear: float32 fractions, or int32 Q10 fractions, per row / column */
+    int32_t from_uint8; /* bilinear INT8 of a uint8 model: float32 fractions, LiteRT's uint8 rounding */
 #if EDGE_SIMD
     int32_t simd;  /* bilinear float32 / int8 on a 64-bit Linux CPU with a fast path: its level (0: none) */
 #endif
@@ -122,16 +127,18 @@ edge_status_t edge_prepare_resize_bilinear(edge_node_t *node, edge_ctx_t *ctx) {
     resize_data_t *d;
     edge_tensor_t *x = edge_in(ctx, node, 0);
     edge_status_t s;
-    int ac = 0, hp = 0;
+    int ac = 0, hp = 0, from_uint8 = 0;
     if (x && x->type != EDGE_FLOAT32 && x->type != EDGE_INT8 && x->type != EDGE_INT16)
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, INT8, INT16");
     if (node->options_type == EDGE_OPTS_ResizeBilinearOptions) {
+        from_uint8 = x && x->type == EDGE_INT8 && edge_opt_int(node, 0, 4, 0) == RESIZE_FROM_UINT8;
         ac = edge_opt_int(node, 2, 1, 0) != 0;
         hp = edge_opt_int(node, 3, 1, 0) != 0;
     }
     if (ac && hp) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "half_pixel_centers and align_corners cannot both be set");
     if ((s = resize_common(node, ctx, 1, &d)) != EDGE_OK) return s;
-    if (x->type == EDGE_FLOAT32) {
+    d->from_uint8 = from_uint8;
+    if (x->type == EDGE_FLOAT32 || from_uint8) {
         float_axis(d->in_h, d->out_h, ac, hp, d->rows, (float *)d->fy);
         float_axis(d->in_w, d->out_w, ac, hp, d->cols, (float *)d->fx);
     } else {
@@ -140,7 +147,7 @@ edge_status_t edge_prepare_resize_bilinear(edge_node_t *node, edge_ctx_t *ctx) {
     }
 #if EDGE_SIMD
     /* whole output rows in vectors over the channels (the same bits); a call without an output asks */
-    d->simd = edge_simd_level();
+    d->simd = from_uint8 ? 0 : edge_simd_level();
     if (d->simd && !(x->type == EDGE_FLOAT32 ? edge_simd_resize_row_f32(d->simd, 0, 0, 0, 0, 0, 0, 0.0f, 0)
                                              : x->type == EDGE_INT8 && edge_simd_resize_row_q8(d->simd, 0, 0, 0, 0, 0, 0, 0, 0)))
         d->simd = 0;
@@ -151,6 +158,21 @@ edge_status_t edge_prepare_resize_bilinear(edge_node_t *node, edge_ctx_t *ctx) {
 static int64_t round_q20(int64_t acc) {
     int64_t q = ((acc < 0 ? -acc : acc) + (1 << 19)) >> 20;
     return acc > 0 ? q : -q;
+}
+
+/* One output pixel of a uint8 model's bilinear (d->from_uint8), its ch channels: LiteRT's uint8 kernel on the
+ * uint8 values (int8 + 128) in float32, in the float path's order, + 0.5, truncated, clamped to uint8; as int8. */
+static void resize_from_uint8(const resize_data_t *d, const int8_t *a, int64_t i00, int64_t i10, int64_t i01,
+                              int64_t i11, int32_t oy, int32_t ox, int8_t *out) {
+    const float wy1 = ((const float *)d->fy)[oy], wx1 = ((const float *)d->fx)[ox];
+    const float wy0 = 1.0f - wy1, wx0 = 1.0f - wx1;
+    int32_t c;
+    for (c = 0; c < d->ch; c++) {
+        const float v = (float)(a[i00 + c] + 128) * wy0 * wx0 + (float)(a[i10 + c] + 128) * wy1 * wx0 +
+                        (float)(a[i01 + c] + 128) * wy0 * wx1 + (float)(a[i11 + c] + 128) * wy1 * wx1 + 0.5f;
+        const int32_t u = v <= 0.0f ? 0 : v >= 255.0f ? 255 : (int32_t)v;
+        out[c] = (int8_t)(u - 128);
+    }
 }
 
 void edge_eval_resize_bilinear(const edge_node_t *node, edge_ctx_t *ctx) {
@@ -189,6 +211,9 @@ void edge_eval_resize_bilinear(const edge_node_t *node, edge_ctx_t *ctx) {
                     for (c = 0; c < ch; c++)
                         out[c] = a[r0 + c0 + c] * wy0 * wx0 + a[r1 + c0 + c] * wy1 * wx0 + a[r0 + c1 + c] * wy0 * wx1 +
                                  a[r1 + c1 + c] * wy1 * wx1;
+                } else if (d->from_uint8) {
+                    resize_from_uint8(d, (const int8_t *)x->data, r0 + c0, r1 + c0, r0 + c1, r1 + c1, oy, ox,
+                                      (int8_t *)y->data + o);
                 } else {
                     const int32_t fy = ((const int32_t *)d->fy)[oy], fx = ((const int32_t *)d->fx)[ox];
                     const int32_t w00 = (1024 - fy) * (1024 - fx), w10 = fy * (1024 - fx);
