@@ -103,3 +103,31 @@ def test_serve_refuses_a_detector_sized_per_request_in_one_line():
         Server(content, port=0, task="detect")
     said = str(info.value)
     assert "<bytes>" in said and "'feats' [-1, 4]" in said and "--input-shape" in said and "\n" not in said, said
+
+
+@pytest.mark.slow
+def test_flash_and_profile_name_the_users_file_not_the_shaped_copy(tmp_path, capsys, monkeypatch):
+    """`edge flash` / `edge profile --input-shape` on a [-1, C] model: the JSON and the board list name the user's
+    file (they named ~/.cache/edge-sdk/shaped/...)."""
+    import shutil
+
+    if not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")):
+        pytest.skip("needs qemu-system-arm and arm-none-eabi-gcc")
+    from edge_sdk.device import qemu_board as qb
+
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
+    model = tmp_path / "rows.tflite"
+    model.write_bytes(rows_classifier(4, 3, seed=3)[0])
+    target, shape = "qemu-mps2-an386", "feats:3,4"
+    try:
+        assert cli.main(["flash", str(model), "--target", target, "--input-shape", shape, "--json",
+                         "--build-dir", str(tmp_path / "fw")]) == 0
+        flashed = json.loads(capsys.readouterr().out)
+        assert flashed["model"] == str(model)
+        assert [b["model"] for b in qb.list_boards()] == [str(model)]
+        assert cli.main(["profile", str(model), "--target", target, "--input-shape", shape, "--runs", "1",
+                         "--json"]) == 0
+        profiled = json.loads(capsys.readouterr().out)
+        assert profiled["model"] == str(model) and profiled["validated"], profiled
+    finally:
+        qb.stop_board(all=True, scope="process")
