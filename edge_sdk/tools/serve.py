@@ -14,7 +14,8 @@ Endpoints:
     runs the image pipeline (``edge_sdk.tasks.pipeline``: the manifest's pre-processing) for image models.
     ``"top_k": K`` limits predictions. Answer: ``{"outputs": [nested lists, dequantized], "predictions":
     [{"label", "score"}] | "detections": [...]}`` (predictions/detections when the model is a classifier or
-    detector with labels or a manifest).
+    detector with labels or a manifest; a [-1, C] classifier given a [T, C] request: one predictions list per
+    row, as LiteRT's batch).
   - a WAV (``Content-Type: audio/wav``; one-input models of raw samples: [-1], [-1, -1], [1, -1], or [N] /
     [1, N]): the body is a 16-bit PCM WAV at the model's rate (``sample_rate``, `--sample-rate`, else the
     manifest's "audio" entry: another rate is a 400, never resampled); its samples (int16 / 32768, quantized for
