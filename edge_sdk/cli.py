@@ -744,7 +744,8 @@ def _cmd_run(args) -> int:
         choice = choose_runtime(content, args.backend, num_threads=args.threads)
         results = run_inputs(model, files, top_k=args.top_k, task=args.task, labels=args.labels,
                              frontend=args.frontend, detection=_detection_options(args), num_threads=args.threads,
-                             backend=choice.name, allow_nonfinite=args.allow_nonfinite, sample_rate=args.sample_rate)
+                             backend=choice.name, allow_nonfinite=args.allow_nonfinite, sample_rate=args.sample_rate,
+                             name=args.model)
         if not args.allow_nonfinite:  # with the flag, run_inputs has already warned that such scores mean nothing
             _warn_nonfinite_scores(results, args.model)
         else:
@@ -854,7 +855,7 @@ def _warn_nonfinite_scores(results, model) -> None:
         scores = [p.get("score") for p in r.get("predictions") or () if isinstance(p, dict)]
         bad = sum(1 for v in scores if isinstance(v, float) and not math.isfinite(v))
         if bad:
-            log.warning(f"{r.get('input')}: {bad} of {len(scores)} score(s) are NaN or inf: MODEL {model} computes "
+            log.warning(f"{r.get('input')}" + (f" row {r['row']}" if "row" in r else "") + f": {bad} of {len(scores)} score(s) are NaN or inf: MODEL {model} computes "
                         "non-finite outputs for it (a NaN weight, or an overflow); they are no answer")
 
 

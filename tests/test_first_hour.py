@@ -266,7 +266,7 @@ def test_auto_scores():
 
 def test_sigmoid_outputs_kept_as_computed():
     """A LOGISTIC output of several classes (multi-label) is not re-normalized."""
-    from edge_sdk.tasks.pipeline import ModelRunner, _TensorClassifier
+    from edge_sdk.tasks.pipeline import ModelRunner, TensorClassifier
 
     g = GraphBuilder()
     x = g.input("x", (1, 3), "FLOAT32")
@@ -274,7 +274,7 @@ def test_sigmoid_outputs_kept_as_computed():
     g.op("LOGISTIC", [x], [y])
     g.output(y)
     runner = ModelRunner(write_model(g.build()))
-    preds = _TensorClassifier(runner, None, 3).predict_tensor(np.array([[2.0, 1.0, -1.0]], np.float32))
+    preds = TensorClassifier(runner, None, 3).predict_tensor(np.array([[2.0, 1.0, -1.0]], np.float32))
     want = 1 / (1 + np.exp(-np.array([2.0, 1.0, -1.0])))
     np.testing.assert_allclose([p.score for p in preds], want, rtol=1e-5)
 

@@ -230,10 +230,13 @@ def to_input(x, detail: dict, what: str = "input") -> np.ndarray:
 class ModelRunner:
     """An interpreter with its manifest: set inputs, invoke, read outputs (not thread-safe)."""
 
-    def __init__(self, model, arena_size=None, num_threads=None, backend: str = "python"):
+    def __init__(self, model, arena_size=None, num_threads=None, backend: str = "python", name: str | None = None):
+        """``name``: the model as messages name it, when ``model`` is a derived copy (a shaped model in the cache
+        stands for the user's file: edge_sdk.model.input_shapes.shaped_model_path)."""
         from edge_sdk.model.manifest import read_manifest
 
         self.interpreter, self.name = open_interpreter(model, arena_size, num_threads, backend)
+        self.name = str(name) if name is not None else self.name
         self.manifest = read_manifest(self.interpreter.model) or {}
         self.inputs = self.interpreter.get_input_details()
         self.outputs = self.interpreter.get_output_details()
@@ -385,6 +388,23 @@ def top_k(scores: np.ndarray, labels: list[str], k: int) -> list[Prediction]:
     k = max(0, min(int(k), scores.size))
     order = np.argsort(-scores, kind="stable")[:k]
     return [Prediction(labels[i], float(scores[i])) for i in order]
+
+
+def classes_per_row(output: dict) -> int:
+    """Classes in one row of a class-score output: [B, C..] -> prod(C..) (B the batch: a [-1, C] model run at
+    [T, C] gives T rows, as LiteRT does), [C] -> C."""
+    shape = [int(v) for v in output["shape"]]
+    return int(np.prod(shape[1:] if len(shape) > 1 else shape))
+
+
+def score_rows(y: np.ndarray, output: dict, mode: str) -> tuple[list[np.ndarray], str]:
+    """A class-score output's raw values ``y`` -> (scores per batch row, the score mode taken on the first row:
+    one mode for the whole batch, as one model computes it)."""
+    n = classes_per_row(output)
+    v = dequantize(y, output).reshape(-1, n)
+    scales, _, _ = _quant_params(output)
+    said = score_mode(v[0], mode, float(scales.max()) if is_quantized(output) else 0.0)
+    return [to_scores(row, said) for row in v], said
 
 
 def _label_list(labels, n: int, name: str, offset: int = 0) -> list[str]:
@@ -576,18 +596,18 @@ class ImageClassifier(_ImagePipeline):
         self.output = self.runner.outputs[output_index]
         self.output_index = output_index
         self.scores = auto_scores(self.runner, self.output, self.scores)
-        self.num_classes = int(np.prod(self.output["shape"][1:])) if len(self.output["shape"]) > 1 else int(
-            np.prod(self.output["shape"]))
+        self.num_classes = classes_per_row(self.output)
         self.labels = _label_list(self.labels, self.num_classes, self.name)
         self.top_k = int(top_k)
 
     def interpret(self, outputs: list[np.ndarray], k: int | None = None) -> list[Prediction]:
         """Raw outputs of one run (batch one) -> top-k predictions."""
-        y = dequantize(outputs[self.output_index], self.output).reshape(-1)[: self.num_classes]
-        scales, _, _ = _quant_params(self.output)
-        step = float(scales.max()) if is_quantized(self.output) else 0.0
-        self.last_scores = score_mode(y, self.scores, step)
-        return top_k(to_scores(y, self.last_scores), self.labels, self.top_k if k is None else k)
+        return self.interpret_rows(outputs, k)[0]
+
+    def interpret_rows(self, outputs: list[np.ndarray], k: int | None = None) -> list[list[Prediction]]:
+        """Raw outputs of one run -> top-k predictions per row of its batch ([B, classes..]: B lists)."""
+        rows, self.last_scores = score_rows(outputs[self.output_index], self.output, self.scores)
+        return [top_k(s, self.labels, self.top_k if k is None else k) for s in rows]
 
     def predict(self, image, top_k: int | None = None) -> list[Prediction]:
         x, _ = self.prepare(image)
@@ -595,6 +615,10 @@ class ImageClassifier(_ImagePipeline):
 
     def predict_tensor(self, x, top_k: int | None = None) -> list[Prediction]:
         return self.interpret(self.runner.run(to_input(x, self.input, "tensor")), top_k)
+
+    def predict_rows(self, x, top_k: int | None = None) -> list[list[Prediction]]:
+        """A tensor shaped like the input (batch axis optional) -> top-k per row of the batch."""
+        return self.interpret_rows(self.runner.run(to_input(x, self.input, "tensor")), top_k)
 
 
 # ------------------------------------------------------------------------------------------------- detection
@@ -1162,20 +1186,22 @@ def guessed_tensor_model(runner: ModelRunner, task: str | None) -> bool:
 def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=None, frontend=None,
                preprocess=None, detection: dict | None = None, num_threads=None,
                backend: str = "python", allow_nonfinite: bool = False,
-               sample_rate: int | None = None) -> list[dict]:
+               sample_rate: int | None = None, name: str | None = None) -> list[dict]:
     """What ``edge run`` prints: per input ``{"input", "predictions": [{"label", "score"}]}`` or
     ``{"input", "detections": [...]}``. Images, .wav files (audio models) and .npy tensors (classifiers and
     detectors: a tensor shaped like the input, or uint8 pixels). ``detection``: Detector options (e.g.
     ``{"outputs": {"boxes": "loc", "scores": 1}}``; they make the model a detector unless ``task`` says
     otherwise). ``backend``: the interpreter, "python" or "c" (`edge run` picks it: edge_sdk.tools.run_backend).
     A .npy with NaN or inf is refused naming it (``allow_nonfinite``: run with a warning). ``sample_rate``: the
-    rate of a model that takes raw audio samples and has no "audio" manifest entry (`--sample-rate`)."""
+    rate of a model that takes raw audio samples and has no "audio" manifest entry (`--sample-rate`). A .npy of
+    T rows for a classifier run at a batch of T (a [-1, C] input given [T, C]): one result per row, with "row".
+    ``name``: the model as messages name it (the user's file when ``model`` is its shaped copy)."""
     paths = [str(p) for p in inputs]
     for p in paths:  # every file is there before the model is even read
         if not Path(p).is_file():
             raise FileNotFoundError(2, "No such file" if not Path(p).exists() else "Not a file", p)
     check_labels_file(labels)
-    runner = ModelRunner(model, num_threads=num_threads, backend=backend)
+    runner = ModelRunner(model, num_threads=num_threads, backend=backend, name=name)
     arrays = [p for p in paths if p.lower().endswith(".npz")]
     if arrays or len(runner.inputs) != 1:  # every input fed by name: any model, each output printed
         others = [p for p in paths if not p.lower().endswith(".npz")]
@@ -1234,10 +1260,15 @@ def run_inputs(model, inputs, top_k: int = 5, task: str | None = None, labels=No
         elif p.lower().endswith(".npy"):
             if pipe is None:
                 pipe = ImageClassifier(runner, preprocess=preprocess, labels=labels, top_k=top_k) \
-                    if len(runner.inputs[0]["shape"]) in (3, 4) else _TensorClassifier(runner, labels, top_k)
-            preds = pipe.predict_tensor(tensor(p), top_k)
+                    if len(runner.inputs[0]["shape"]) in (3, 4) else TensorClassifier(runner, labels, top_k)
+            rows = pipe.predict_rows(tensor(p), top_k)
+            said = SCORES_SAID.get(getattr(pipe, "last_scores", "probabilities"), "as computed")
+            results += [{"input": p, **({"row": i} if len(rows) > 1 else {}),
+                         "predictions": [{"label": x.label, "score": x.score} for x in preds], "scores": said}
+                        for i, preds in enumerate(rows)]
+            continue
         else:
-            if pipe is None or isinstance(pipe, _TensorClassifier):
+            if pipe is None or isinstance(pipe, TensorClassifier):
                 pipe = ImageClassifier(runner, preprocess=preprocess, labels=labels, top_k=top_k)
             preds = pipe.predict(p, top_k)
         results.append({"input": p, "predictions": [{"label": x.label, "score": x.score} for x in preds],
@@ -1362,12 +1393,13 @@ def _check_audio_model(runner: ModelRunner, frontend, wav: str | None, sample_ra
                          ".npy tensor")
 
 
-class _TensorClassifier:
-    """Classification post-processing for models that take tensors, not images (.npy inputs)."""
+class TensorClassifier:
+    """Classification post-processing for models that take tensors, not images (.npy inputs, edge serve's JSON):
+    top-k per row of the output's batch axis."""
 
     def __init__(self, runner: ModelRunner, labels, k: int):
         self.runner, self.input, self.output = runner, runner.inputs[0], runner.outputs[0]
-        n = int(np.prod(self.output["shape"]))
+        n = classes_per_row(self.output)
         lab = read_labels(labels) if labels is not None else read_labels(runner.manifest.get("labels"))
         self.labels = _label_list(lab, n, runner.name)
         self.scores = auto_scores(runner, self.output,
@@ -1375,18 +1407,22 @@ class _TensorClassifier:
         self.k = k
 
     def predict_tensor(self, x, k=None):
-        (y,) = self.runner.run(to_input(x, self.input, "tensor"))[:1]
-        scales, _, _ = _quant_params(self.output)
-        step = float(scales.max()) if is_quantized(self.output) else 0.0
-        v = dequantize(y, self.output)
-        self.last_scores = score_mode(v, self.scores, step)
-        return top_k(to_scores(v, self.last_scores), self.labels, self.k if k is None else k)
+        return self.predict_rows(x, k)[0]
+
+    def predict_rows(self, x, k=None) -> list[list[Prediction]]:
+        """A tensor shaped like the input (batch axis optional) -> top-k per row of the batch."""
+        return self.interpret_rows(self.runner.run(to_input(x, self.input, "tensor")), k)
+
+    def interpret_rows(self, outputs: list[np.ndarray], k=None) -> list[list[Prediction]]:
+        """Raw outputs of one run -> top-k predictions per row of its batch ([T, classes]: T lists)."""
+        rows, self.last_scores = score_rows(outputs[0], self.output, self.scores)
+        return [top_k(s, self.labels, self.k if k is None else k) for s in rows]
 
 
 def format_results(results: list[dict]) -> str:
     lines = []
     for r in results:
-        lines.append(f"{r['input']}:")
+        lines.append(f"{r['input']}" + (f" row {r['row']}:" if "row" in r else ":"))
         if "outputs" in r:
             for o in r["outputs"]:
                 shown = np.array2string(np.asarray(o.get("dequantized", o["values"])), threshold=32,

@@ -558,6 +558,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
                           f"microcontrollers (use `edge deploy` for Linux boards)")
     if method == "qemu":
         qemu_tcp_port(port)  # a bad --port is refused before the firmware is built
+    shown = str(model_path)  # the user's file, as results and `edge board list` name it (not a cached copy)
     model_path = shaped_model_path(model_path, input_shapes)  # after the refusals that need no model
     model_path, uint8_io = _c_model_path(model_path)  # legacy UINT8: the firmware embeds the model run as INT8
     if reuse and method == "qemu" and port is None:
@@ -571,7 +572,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
             plan = b.get("memory") or "unknown (a board started before plans were recorded)"
             arena_size, arena_where = _target_arena(model_path, profile, b.get("memory") or "layer")
             return FlashResult(port=b["url"], elf=b["elf"], profile=profile.name, board=board_for(profile),
-                               method=method, model=str(model_path), model_sha256=sha,
+                               method=method, model=shown, model_sha256=sha,
                                model_bytes=model_path.stat().st_size, text_bytes=usage.get("text_bytes", 0),
                                data_bytes=usage.get("data_bytes", 0), bss_bytes=usage.get("bss_bytes", 0),
                                arena_bytes=usage.get("large_bytes", 0), flash_bytes=usage.get("flash_bytes", 0),
@@ -584,7 +585,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     arena = usage["large_bytes"] or info["arena_bytes"]
     check_fit(profile, info["model_bytes"], arena, usage)
     result = FlashResult(port=port, elf=str(elf), profile=profile.name, board=info["board"], method=method,
-                         model=str(model_path), model_sha256=info["sha256"], model_bytes=info["model_bytes"],
+                         model=shown, model_sha256=info["sha256"], model_bytes=info["model_bytes"],
                          text_bytes=usage["text_bytes"], data_bytes=usage["data_bytes"], bss_bytes=usage["bss_bytes"],
                          arena_bytes=arena, flash_bytes=usage["flash_bytes"], ram_bytes=usage["ram_bytes"],
                          build_dir=str(elf.parent), memory=info["memory"], patch=info["patch"], uint8_io=uint8_io)
@@ -593,7 +594,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
         b = None
         try:  # a failed check or a Ctrl-C before flash returns stops the board (nothing half-started stays)
             with log.progress(1, "flash (start QEMU)") as bar:
-                b = start_qemu(profile, elf, port, info, model=str(model_path))
+                b = start_qemu(profile, elf, port, info, model=shown)
                 verify_board(b["url"], info["sha256"])
                 bar.advance()
             result.port, result.pid, result.command = b["url"], b["pid"], b["command"]

@@ -279,7 +279,9 @@ def tolerance_note(r: dict) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------------ run
-def _connect(model_path: Path, data: bytes, profile, port, build_dir, memory=None):
+def _connect(model_path: Path, data: bytes, profile, port, build_dir, memory=None, input_shapes=None):
+    """``model_path``: the user's file (flash shapes it by ``input_shapes`` and names it, not the cached copy);
+    ``data``: the bytes the board runs."""
     from edge_sdk.tools import flash as fl
 
     note, plan = None, None
@@ -294,7 +296,7 @@ def _connect(model_path: Path, data: bytes, profile, port, build_dir, memory=Non
                 port, note = board["url"], f"reused the running board {board['url']}"
                 plan = {"memory_plan": board.get("memory"), "patch": board.get("patch")}  # None: not on record
             else:
-                r = fl.flash(model_path, profile, build_dir=build_dir, memory=memory)
+                r = fl.flash(model_path, profile, build_dir=build_dir, memory=memory, input_shapes=input_shapes)
                 port, note = r.port, f"flashed and started {r.port} (stop it with: edge board stop {r.port})"
                 plan = {"memory_plan": r.memory, "patch": r.patch}
         else:
@@ -327,6 +329,7 @@ def profile_model(model_path, target, port: str | None = None, runs: int = 10, i
     if retries < 0:
         raise UsageError(f"--retries must be >= 0, not {retries}")
     profile = target if isinstance(target, Profile) else load_profile(target)
+    given = Path(model_path)  # the user's file: messages and the report name it, not the shaped copy
     model_path = shaped_model_path(model_path, input_shapes)
     host = Interpreter(model_content=model_path.read_bytes())
     host.allocate_tensors()
@@ -335,13 +338,14 @@ def profile_model(model_path, target, port: str | None = None, runs: int = 10, i
     # those); the host compares in the model's own types, flipping the presented inputs / outputs at the link
     board_path, uint8_pairs = c_path(model_path)
     data = board_path.read_bytes()
-    port, note, plan = _connect(model_path, data, profile, port, build_dir, memory)
+    port, note, plan = _connect(given, data, profile, port, build_dir, memory, input_shapes)
     log.stage(f"profiling {model_path.name} on {port}")
     link = SerialLink(port, timeout=timeout, retries=retries, invoke_timeout=invoke_timeout)
     try:
         report = _run(link, host, model, model_path, data, profile, port, note, runs, inputs, seed, CAP_RESET_STATE,
                       c_io(model, uint8_pairs))
         report["uint8_io"] = c_io_note(model, uint8_pairs)
+        report["model"] = str(given)
     finally:
         link.close()
     # the arena plan the firmware runs (planner.REALISED_PLANS), when this call flashed it or found its board;

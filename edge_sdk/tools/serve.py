@@ -14,7 +14,8 @@ Endpoints:
     runs the image pipeline (``edge_sdk.tasks.pipeline``: the manifest's pre-processing) for image models.
     ``"top_k": K`` limits predictions. Answer: ``{"outputs": [nested lists, dequantized], "predictions":
     [{"label", "score"}] | "detections": [...]}`` (predictions/detections when the model is a classifier or
-    detector with labels or a manifest).
+    detector with labels or a manifest; a [-1, C] classifier given a [T, C] request: one predictions list per
+    row, as LiteRT's batch).
   - a WAV (``Content-Type: audio/wav``; one-input models of raw samples: [-1], [-1, -1], [1, -1], or [N] /
     [1, N]): the body is a 16-bit PCM WAV at the model's rate (``sample_rate``, `--sample-rate`, else the
     manifest's "audio" entry: another rate is a 400, never resampled); its samples (int16 / 32768, quantized for
@@ -327,10 +328,7 @@ class Server:
         from edge_sdk.tasks import pipeline as pl
 
         if self.dynamic:  # no shape to build an image pipeline for: JSON / raw tensors only
-            if task or self.detection:
-                raise ModelError(f"{self.name}: a {task or 'detect'} pipeline needs fixed input shapes: give them "
-                                 "with --input-shape")
-            return None
+            return self._rows_pipeline(labels, task)
         runner = pl.ModelRunner(self.content)
         try:
             kind = pl.model_task(runner, task)
@@ -352,6 +350,37 @@ class Server:
                 raise
             log.debug(f"serve: no image pipeline for {self.name}: {exc}")
             return None
+
+    def _rows_pipeline(self, labels, task):
+        """A dynamic server's classifier: a top-k per row when every input is [-1, C] (each request's rows, as a
+        LiteRT batch) and the class output fixed beyond its leading axis; None with no task said; else one line
+        naming the model, the input and why not (a classify task only the manifest says: None, raw outputs)."""
+        from edge_sdk.model import read_model
+        from edge_sdk.model.manifest import read_manifest
+        from edge_sdk.tasks import pipeline as pl
+
+        model = read_model(self.content)
+        if not (task or self.detection):
+            manifest = read_manifest(model) or {}
+            if manifest.get("task") not in ("classify", "classification") and manifest.get("labels") is None:
+                return None
+            try:
+                return self._rows_pipeline(labels, "classify")
+            except ModelError as exc:
+                log.debug(f"serve: no classifier for {self.name}: {exc}")
+                return None
+        sg = model.subgraphs[0]
+        out_sig = [int(v) for v in sg.tensors[sg.outputs[0]].shape_signature or sg.tensors[sg.outputs[0]].shape]
+        rows_only = all(len(sig) == 2 and sig[0] < 0 <= sig[1] for sig in self.dynamic.values())
+        if task != "classify" or self.detection or not rows_only or min(out_sig[1:] or [0]) < 0:
+            names = ", ".join(f"'{n}' {list(sig)}" for n, sig in self.dynamic.items())
+            why = ("its class output is sized per request too" if task == "classify" and rows_only else
+                   "a detector's boxes need one image size" if task != "classify" or self.detection else
+                   "an image or sequence size differs per request")
+            raise ModelError(f"{self.name}: a {task or 'detect'} pipeline needs fixed input shapes (input {names}: "
+                             f"{why}): give them with --input-shape")
+        # allocated at the stored [1, C]: the labels and score mode; each request's run is its own interpreter's
+        return pl.TensorClassifier(pl.ModelRunner(self.content, name=self.name), labels, 5)
 
     # ------------------------------------------------------------------ life cycle
     @property
@@ -771,6 +800,9 @@ class Server:
         p = self.pipeline
         if isinstance(p, pl.ImageClassifier):
             doc["predictions"] = [{"label": x.label, "score": x.score} for x in p.interpret(outs, opts["top_k"])]
+        elif isinstance(p, pl.TensorClassifier):  # a [T, C] request: one top-k list per row; [C] / [1, C]: one
+            rows = [[{"label": x.label, "score": x.score} for x in r] for r in p.interpret_rows(outs, opts["top_k"])]
+            doc["predictions"] = rows[0] if len(rows) == 1 else rows
         elif isinstance(p, pl.Detector):
             doc["detections"] = [x.to_dict() for x in p.interpret(outs, opts.get("meta"))]
         return doc

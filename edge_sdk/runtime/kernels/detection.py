@@ -97,6 +97,41 @@ def decode_boxes(encodings: np.ndarray, anchors: np.ndarray, scales: tuple[float
     return np.stack([yc - half_h, xc - half_w, yc + half_h, xc + half_w], axis=1)
 
 
+class BoxTable:
+    """Corner boxes of N anchors as the columns NMS reads (ymin, xmin, ymax, xmax, area: float32 [N] each; an area
+    that is not > 0 given as NaN, see _overlaps), decoded only for the anchors NMS reaches (``fill``): fast NMS
+    visits a few blocks of its best-first candidates, so most of the per-value libm exps are never needed."""
+
+    def __init__(self, encodings: np.ndarray | None, anchors: np.ndarray | None, scales=None,
+                 boxes: np.ndarray | None = None):
+        """Encodings [N, >= 4] and anchors [N, 4] (float32, decoded as ``fill`` asks), or ``boxes`` [N, 4]."""
+        self.encodings, self.anchors, self.scales = encodings, anchors, scales
+        n = len(boxes) if boxes is not None else len(encodings)
+        self.corners = [np.zeros(n, _F) for _ in range(5)]
+        self.done = np.zeros(n, bool)
+        if boxes is not None:
+            self._store(np.arange(n), np.asarray(boxes, _F))
+
+    def _store(self, at: np.ndarray, boxes: np.ndarray) -> None:
+        area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])  # float32
+        area[~(area > 0)] = np.nan  # no area (or NaN): IoU 0 with every box (_overlaps)
+        for k in range(4):
+            self.corners[k][at] = boxes[:, k]
+        self.corners[4][at] = area
+        self.done[at] = True
+
+    def fill(self, anchors: np.ndarray) -> None:
+        """Decode the boxes of ``anchors`` (any shape of indices) not decoded yet."""
+        need = np.unique(anchors[~self.done[anchors]])  # regular NMS: classes share anchors
+        if need.size:
+            self._store(need, decode_boxes(self.encodings[need], self.anchors[need], self.scales))
+
+    def boxes(self, anchors: np.ndarray) -> np.ndarray:
+        """[len(anchors), 4] corner boxes (ymin, xmin, ymax, xmax) of anchors."""
+        self.fill(anchors)
+        return np.stack([self.corners[k][anchors] for k in range(4)], axis=1)
+
+
 def _overlaps(a: list, b: list, iou_threshold) -> np.ndarray:
     """IoU(a, b) > iou_threshold, broadcast over boxes a and b, each [ymin, xmin, ymax, xmax, area] arrays:
     LiteRT's ComputeIntersectionOverUnion in float32 (the same operations in the same order), 0 when either box
@@ -122,7 +157,7 @@ def _overlaps(a: list, b: list, iou_threshold) -> np.ndarray:
 NMS_BLOCK = 64
 
 
-def nms_classes(boxes: np.ndarray, scores: np.ndarray, limit: int, score_threshold: float,
+def nms_classes(boxes: np.ndarray | BoxTable, scores: np.ndarray, limit: int, score_threshold: float,
                 iou_threshold: float) -> list[np.ndarray]:
     """LiteRT's single-class NMS (see the module docstring) of every score column of scores [N, C] at once: per
     class, the anchor indices it selects, best first (at most ``limit``).
@@ -131,12 +166,12 @@ def nms_classes(boxes: np.ndarray, scores: np.ndarray, limit: int, score_thresho
     overlaps it above the threshold (LiteRT's sort-then-deactivate, in the order it visits candidates). The
     columns advance together through their sorted candidates, a block at a time: a block's overlaps with the
     boxes kept so far and among themselves are computed at once; only the walk along the block, which decides
-    what each kept candidate suppresses after it, is a Python loop (over the block, for all columns at once)."""
+    what each kept candidate suppresses after it, is a Python loop (over the block, for all columns at once).
+    ``boxes``: [N, 4] corner boxes, or a BoxTable decoding each block's candidates as the walk reaches them."""
     n, c = scores.shape
     order, candidates = _candidates_best_first(scores, score_threshold)
-    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])  # float32
-    area[~(area > 0)] = np.nan  # no area (or NaN): IoU 0 with every box (_overlaps)
-    corners = [np.ascontiguousarray(boxes[:, k]) for k in range(4)] + [area]  # ymin, xmin, ymax, xmax, area [N]
+    table = boxes if isinstance(boxes, BoxTable) else BoxTable(None, None, boxes=boxes)
+    corners = table.corners  # ymin, xmin, ymax, xmax, area [N]
     iou_t = _F(iou_threshold)
     kept = np.zeros((c, max(limit, 1)), np.int64)  # per class, the anchors selected, in order
     count = np.zeros(c, np.int64)
@@ -146,6 +181,7 @@ def nms_classes(boxes: np.ndarray, scores: np.ndarray, limit: int, score_thresho
         stop = min(start + NMS_BLOCK, n)
         anchor = order[live, start:stop]  # [L, B]
         valid = np.arange(start, stop)[None, :] < candidates[live, None]
+        table.fill(anchor[valid])  # the boxes kept so far were filled with their blocks
         box = [v[anchor] for v in corners]  # 5 x [L, B]
         suppressed = ~valid | _overlapping_kept(box, corners, kept[live], count[live], iou_t)
         taken = _walk_block(suppressed, _overlapping_within(box, iou_t), count[live], limit)
@@ -248,6 +284,8 @@ def _bits(row: np.ndarray) -> int:
 def _walk_bits(suppressed: np.ndarray, within: np.ndarray, held: int, limit: int) -> np.ndarray:
     """_walk_block of one column: suppressed [B], within [B, B], ``held`` already kept."""
     mask = _bits(suppressed)
+    rows = np.packbits(within, axis=1, bitorder="little").tobytes()  # row i: bytes [i * width, (i + 1) * width)
+    width = (suppressed.size + 7) // 8
     taken = np.zeros(suppressed.shape, bool)
     for i in range(suppressed.size):
         if held >= limit:
@@ -255,7 +293,7 @@ def _walk_bits(suppressed: np.ndarray, within: np.ndarray, held: int, limit: int
         if not (mask >> i) & 1:
             taken[i] = True
             held += 1
-            mask |= _bits(within[i])
+            mask |= int.from_bytes(rows[i * width:(i + 1) * width], "little")
     return taken
 
 
@@ -331,30 +369,36 @@ def prepare_tflite_detection_postprocess(node: Node) -> Eval:
     def scores_of(raw: np.ndarray) -> np.ndarray:
         """[N, num_classes] float32 scores, the background column dropped."""
         s = raw.reshape(n, with_background)
-        s = s.astype(_F) if cls.type == "FLOAT32" else _dequantized(cls, s)
-        return np.ascontiguousarray(s[:, label_offset:])
+        s = s.astype(_F, copy=False) if cls.type == "FLOAT32" else _dequantized(cls, s)
+        return s[:, label_offset:]  # a view: fast NMS reads one argmax of it, regular NMS sorts its columns
 
     def decoded(raw: np.ndarray, raw_anchors: np.ndarray) -> np.ndarray:
+        return decode_boxes(encodings_of(raw), anchors if anchors is not None else
+                            anchors_of(raw_anchors, run_time_error), scales)
+
+    def encodings_of(raw: np.ndarray) -> np.ndarray:
         e = raw.reshape(n, -1)[:, :4]
-        e = e.astype(_F) if enc.type == "FLOAT32" else _dequantized(enc, e)
-        return decode_boxes(e, anchors if anchors is not None else anchors_of(raw_anchors, run_time_error), scales)
+        return e.astype(_F) if enc.type == "FLOAT32" else _dequantized(enc, e)
 
     def run_fast(inputs, outputs):
-        boxes, scores = decoded(inputs[0], inputs[2]), scores_of(inputs[1])
-        if categories == 1 and not np.isnan(scores).any():  # the best class: the first of equal ones, as below
-            ranked = np.argmax(scores, axis=1)[:, None]
-        else:
+        scores = scores_of(inputs[1])
+        ranked = np.argmax(scores, axis=1)[:, None]  # the best class: the first of equal ones, as below
+        best = np.take_along_axis(scores, ranked, axis=1)[:, 0]
+        if categories > 1 or np.isnan(best).any():  # argmax takes a row's NaN: best is NaN iff the row holds one
             ranked = np.argsort(-scores, axis=1, kind="stable")[:, :categories]  # ties: the lower class first
-        best = np.take_along_axis(scores, ranked[:, :1], axis=1)[:, 0]
-        selected = nms_classes(boxes, best[:, None], max_det, score_t, iou_t)[0]
+            best = np.take_along_axis(scores, ranked[:, :1], axis=1)[:, 0]
+        # boxes decoded only for the candidates NMS reaches (BoxTable), not all N
+        table = BoxTable(encodings_of(inputs[0]), anchors if anchors is not None else
+                         anchors_of(inputs[2], run_time_error), scales)
+        selected = nms_classes(table, best[:, None], max_det, score_t, iou_t)[0]
         out_boxes, out_classes, out_scores = (o.reshape(-1, *o.shape[2:]) for o in outputs[:3])
         for o in outputs:
             o[...] = 0
-        for k, a in enumerate(selected):
-            at = slice(k * per_anchor, k * per_anchor + categories)
-            out_boxes[at] = boxes[a]
-            out_classes[at] = ranked[a]
-            out_scores[at] = scores[a, ranked[a]]
+        # selected anchor k fills slots k * per_anchor + c, c < categories
+        slots = (np.arange(len(selected))[:, None] * per_anchor + np.arange(categories)).reshape(-1)
+        out_boxes[slots] = np.repeat(table.boxes(selected), categories, axis=0)
+        out_classes[slots] = ranked[selected].reshape(-1)
+        out_scores[slots] = np.take_along_axis(scores[selected], ranked[selected], axis=1).reshape(-1)
         outputs[3][0] = len(selected)
 
     def run_regular(inputs, outputs):
