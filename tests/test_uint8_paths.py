@@ -135,7 +135,7 @@ def test_flashed_and_profiled_on_the_qemu_board_as_litert(state, detector, tmp_p
 
     fw = flash(detector, "qemu-mps2-an386", build_dir=tmp_path / "fw")
     assert "output 4 'probs'" in fw.uint8_io and fw.uint8_io in format_flash(fw) and fw.to_dict()["uint8_io"]
-    embedded = read_model(Path(fw.model).read_bytes())
+    embedded = read_model(Path(fw.embedded_model).read_bytes())
     assert len(embedded.subgraphs[0].operators) == PRESENTED_NODES and not uint8.presented_tensors(embedded)
     np.save(tmp_path / "image.npy", IMAGE)
     r = profile_model(detector, "qemu-mps2-an386", port=fw.port, runs=1, inputs=tmp_path / "image.npy")
@@ -160,7 +160,8 @@ def test_flashed_and_profiled_on_the_qemu_board_as_litert(state, detector, tmp_p
     assert main(["check", str(detector), "--target", "qemu-mps2-an386", "--link", "--json"]) == 0
     linked = json.loads(capsys.readouterr().out)
     assert linked["link"]["linked"] and linked["flash_source"] == "linked", linked["link"]
-    assert linked["link"]["runtime_flash_bytes"] == linked["link"]["flash_bytes"] - len(Path(fw.model).read_bytes())
+    embedded_bytes = len(Path(fw.embedded_model).read_bytes())
+    assert linked["link"]["runtime_flash_bytes"] == linked["link"]["flash_bytes"] - embedded_bytes
 
 
 @pytest.mark.slow

@@ -93,6 +93,9 @@ class FlashResult:
     # a legacy UINT8 model: the firmware runs it as INT8 (edge_sdk.runtime.uint8.c_io_note: which inputs / outputs
     # a host talking to the board flips, int8 = uint8 ^ 0x80); "" otherwise
     uint8_io: str = ""
+    # the model file whose bytes the firmware embeds: ``model`` itself, or a cached copy when --input-shape shaped
+    # it or a legacy UINT8 model is presented as INT8 (``model`` names the user's file)
+    embedded_model: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -572,7 +575,7 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
             plan = b.get("memory") or "unknown (a board started before plans were recorded)"
             arena_size, arena_where = _target_arena(model_path, profile, b.get("memory") or "layer")
             return FlashResult(port=b["url"], elf=b["elf"], profile=profile.name, board=board_for(profile),
-                               method=method, model=shown, model_sha256=sha,
+                               method=method, model=shown, embedded_model=str(model_path), model_sha256=sha,
                                model_bytes=model_path.stat().st_size, text_bytes=usage.get("text_bytes", 0),
                                data_bytes=usage.get("data_bytes", 0), bss_bytes=usage.get("bss_bytes", 0),
                                arena_bytes=usage.get("large_bytes", 0), flash_bytes=usage.get("flash_bytes", 0),
@@ -585,7 +588,8 @@ def flash(model_path, target, port: str | None = None, build_dir=None, reuse: bo
     arena = usage["large_bytes"] or info["arena_bytes"]
     check_fit(profile, info["model_bytes"], arena, usage)
     result = FlashResult(port=port, elf=str(elf), profile=profile.name, board=info["board"], method=method,
-                         model=shown, model_sha256=info["sha256"], model_bytes=info["model_bytes"],
+                         model=shown, embedded_model=str(model_path), model_sha256=info["sha256"],
+                         model_bytes=info["model_bytes"],
                          text_bytes=usage["text_bytes"], data_bytes=usage["data_bytes"], bss_bytes=usage["bss_bytes"],
                          arena_bytes=arena, flash_bytes=usage["flash_bytes"], ram_bytes=usage["ram_bytes"],
                          build_dir=str(elf.parent), memory=info["memory"], patch=info["patch"], uint8_io=uint8_io)
