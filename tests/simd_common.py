@@ -28,8 +28,9 @@ def levels(backend):
     yield from simd_levels(backend)
 
 
-def run_at_level(backend, lib, level, model, feeds, **kw):
-    """The outputs of model (bytes or a path) on feeds, prepared at SIMD level `level` (0: the portable kernels)."""
+def run_at_level(backend, lib, level, model, feeds, tensors=(), **kw):
+    """The outputs of model (bytes or a path) on feeds, prepared at SIMD level `level` (0: the portable kernels),
+    then the tensors of subgraph 0 at the indices ``tensors`` (intermediate ones a test looks into)."""
     lib.edge_simd_set(level)
     try:
         c = backend.CInterpreter(model_content=model, **kw) if isinstance(model, bytes) else \
@@ -40,7 +41,7 @@ def run_at_level(backend, lib, level, model, feeds, **kw):
     for d, x in zip(c.get_input_details(), feeds):
         c.set_tensor(d["index"], x)
     c.invoke()
-    return [np.array(c.get_tensor(d["index"])) for d in c.get_output_details()]
+    return [np.array(c.get_tensor(i)) for i in [d["index"] for d in c.get_output_details()] + list(tensors)]
 
 
 def assert_close_of_range(got, want, what, tol=1e-5):

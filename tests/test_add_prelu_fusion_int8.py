@@ -17,7 +17,7 @@ from edge_sdk.model.writer import option_defaults, options_for, write_model
 from tests.conftest import needs_c_runtime
 from tests.oprunner import T, op_model_object
 from tests.peers import run_tflm
-from tests.simd_common import levels  # noqa: F401 (fixture)
+from tests.simd_common import levels, run_at_level  # noqa: F401 (fixture)
 
 pytestmark = needs_c_runtime
 
@@ -46,20 +46,6 @@ def _add_prelu_int8(shape, act: str, alpha_q: np.ndarray, sum_out: bool) -> byte
     return write_model(m)
 
 
-def _run_at(backend, lib, level, model, feeds):
-    """(the model's first output, the ADD's own output tensor) prepared at SIMD level `level`."""
-    lib.edge_simd_set(level)
-    try:
-        it = backend.CInterpreter(model_content=model, num_threads=1)
-        it.allocate_tensors()
-    finally:
-        lib.edge_simd_set(-1)
-    for d, x in zip(it.get_input_details(), feeds):
-        it.set_tensor(d["index"], x)
-    it.invoke()
-    return np.array(it.get_tensor(it.get_output_details()[0]["index"])), np.array(it.get_tensor(2))
-
-
 @pytest.mark.parametrize("shape,act", [((1, 8, 8, 32), "NONE"), ((1, 5, 7, 3), "NONE"), ((2, 9, 4, 129), "RELU6"),
                                        ((1, 24, 24, 48), "RELU"), ((1, 3, 256), "NONE"), ((1, 2, 3, 300), "NONE")])
 @pytest.mark.parametrize("sum_out", [False, True])
@@ -73,7 +59,8 @@ def test_int8_add_prelu_is_tflm_bits_every_level(backend, levels, shape, act, su
     twin = _add_prelu_int8(shape, act, alpha_q, True)  # the ADD's sums, as TFLM computes them
     sums = run_tflm(twin, feeds)[1]
     for level in [0] + lv:
-        y, s = _run_at(backend, lib, level, model, feeds)
+        outs = run_at_level(backend, lib, level, model, feeds, tensors=(2,), num_threads=1)
+        y, s = outs[0], outs[-1]  # the model's first output, the ADD's own output tensor
         np.testing.assert_array_equal(y, want[0], err_msg=f"{shape} {act} SIMD level {level}")
         fused = level > 0 and not sum_out and shape[-1] <= 256
         if fused:  # ADD wrote the PRELU's output, never its own

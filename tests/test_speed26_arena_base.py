@@ -25,12 +25,7 @@ def _lib(backend):
     lib.edge_arena_used.argtypes = [P]
     lib.edge_arena_high_water.restype = ctypes.c_size_t
     lib.edge_arena_high_water.argtypes = [P]
-    lib.edge_host_tensor.restype = ctypes.c_int32
-    lib.edge_host_tensor.argtypes = [P, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(P), ctypes.POINTER(ctypes.c_uint32),
-                                     ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32),
-                                     ctypes.POINTER(ctypes.c_int32), ctypes.c_int32, ctypes.POINTER(ctypes.c_float),
-                                     ctypes.POINTER(ctypes.c_int32)]
-    return lib
+    return lib  # edge_host_tensor, edge_init_ex, edge_host_interp_size: declared by library() itself
 
 
 def _init(lib, model: np.ndarray, start: int, nbytes: int):
