@@ -169,14 +169,15 @@ static inline int32_t ea_tanh(int32_t a, int32_t integer_bits) {
 /* Leading zeros of x (32 for 0): one CLZ / LZCNT where the compiler has the builtin (Cortex-M3 and up, x86,
  * aarch64; libgcc's table on an M0+), else the bit loop. */
 static inline int32_t ea_clz32(uint32_t x) {
-    int32_t n = 0;
     if (!x) return 32;
 #if defined(__GNUC__)
-    (void)n;
     return (int32_t)__builtin_clz(x);
 #else
-    while (!(x & 0x80000000u)) { x <<= 1; n++; }
-    return n;
+    {
+        int32_t n = 0;
+        while (!(x & 0x80000000u)) { x <<= 1; n++; }
+        return n;
+    }
 #endif
 }
 
