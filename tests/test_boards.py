@@ -24,6 +24,7 @@ pytestmark = pytest.mark.slow
 # board -> the CPU its board.mk names (and the -mcpu the fragment must hand out for it)
 BOARD_CPUS = {
     "qemu-mps2-an386": "cortex-m4",
+    "qemu-mps2-an500": "cortex-m7",
     "stm32f746-disco": "cortex-m7",
     "stm32h743": "cortex-m7",
     "nrf52840-dk": "cortex-m4",

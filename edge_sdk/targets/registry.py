@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 # firmware_c/boards/<name>/: the boards the C firmware has a port for
-BOARD_LIST = ("qemu-mps2-an386", "stm32f746-disco", "stm32h743", "nrf52840-dk", "rp2040-pico")
+BOARD_LIST = ("qemu-mps2-an386", "qemu-mps2-an500", "stm32f746-disco", "stm32h743", "nrf52840-dk", "rp2040-pico")
 ARM_PACKAGES = "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi"
 QEMU_PACKAGE = "apt-get install qemu-system-arm"
 INSTALL_HINTS = {

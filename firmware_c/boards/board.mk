@@ -25,7 +25,7 @@
 BOARDS_DIR := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 FIRMWARE_CPU_DIR := $(abspath $(BOARDS_DIR)/../cpu)
 
-BOARD_LIST := qemu-mps2-an386 stm32f746-disco stm32h743 nrf52840-dk rp2040-pico
+BOARD_LIST := qemu-mps2-an386 qemu-mps2-an500 stm32f746-disco stm32h743 nrf52840-dk rp2040-pico
 BOARD ?= qemu-mps2-an386
 
 ifeq ($(BOARD),esp32-s3)

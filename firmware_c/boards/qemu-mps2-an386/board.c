@@ -45,7 +45,12 @@ void board_init(void)
     cm_timer_init(AN386_CPU_HZ, 1);
 }
 
-const char *board_name(void) { return "qemu-mps2-an386"; }
+/* qemu-mps2-an500 (Cortex-M7) compiles this same file with its own name (its board.mk): QEMU models both images
+ * with the same UART, interrupt numbers and 25 MHz SYSCLK; only the PSRAM address differs (each board.ld). */
+#ifndef MPS2_BOARD_NAME
+#define MPS2_BOARD_NAME "qemu-mps2-an386"
+#endif
+const char *board_name(void) { return MPS2_BOARD_NAME; }
 
 uint32_t board_cpu_hz(void) { return AN386_CPU_HZ; }
 
