@@ -24,7 +24,9 @@ landmark-like net of un-normalized residual blocks with four heads, for float ac
 float32 models are built directly; int8 ones are our converter's (converters.convert, precision "int8", int8 I/O)
 from the float model with random calibration data (uniform [-1, 1], seeded); fp16w ones are the float model with
 its weights stored as LiteRT's converter writes float16 weights (every MediaPipe float model: palm_detection_lite):
-each float32 constant a FLOAT16 constant -> DEQUANTIZE -> its consumers, the DEQUANTIZE just before the first one. The writer and the converter are
+each float32 constant a FLOAT16 constant -> DEQUANTIZE -> its consumers, the DEQUANTIZE just before the first one;
+sparse16w ones prune the large filters to 30% and store them sparse as MediaPipe's *_sparse detectors (sparse
+float16 constant -> DENSIFY -> DEQUANTIZE -> CONV_2D / FULLY_CONNECTED). The writer and the converter are
 deterministic, so a model is cached by content: the file name carries a hash of this file's source, the
 converter's version and the spec (architecture, size, dtype, seed), under ``$EDGE_CACHE_DIR/zoo`` (resources.cache_dir),
 and ``--out`` gets a copy named ``{arch}_{size}_{dtype}.tflite``.
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import os
 import shutil
 import sys
@@ -53,7 +56,11 @@ DTYPES = ("float32", "int8")
 # float32 compute with float16 weights (LiteRT's float16 quantization): built and benchmarked (c_runtime.py --zoo),
 # not among DTYPES, the dtypes tests/test_bench_zoo.py holds to every peer (TFLM has no float16 DEQUANTIZE)
 FP16_WEIGHTS = "fp16w"
-ALL_DTYPES = (*DTYPES, FP16_WEIGHTS)
+# pruned float16 weights stored sparse, as MediaPipe's *_sparse detectors: each CONV_2D / FULLY_CONNECTED filter of
+# 1,024+ weights keeps its largest 30% (by magnitude), stored CSR over its last axis -> DENSIFY -> DEQUANTIZE -> op
+# (sparse_weights_model); benchmarked like fp16w, not held to TFLM (no DENSIFY there)
+SPARSE_WEIGHTS = "sparse16w"
+ALL_DTYPES = (*DTYPES, FP16_WEIGHTS, SPARSE_WEIGHTS)
 CLASSES = 1000
 CALIBRATION_SAMPLES = 8
 
@@ -439,6 +446,55 @@ def fp16_weights_model(float_bytes: bytes) -> bytes:
     return write_model(model)
 
 
+def sparse_weights_model(float_bytes: bytes, keep: float = 0.3, value_type: str = "FLOAT16") -> bytes:
+    """The float model with every CONV_2D / FULLY_CONNECTED filter of 1,024+ weights pruned to its largest ``keep``
+    share (by magnitude; ties kept) and stored sparse (TFLite SparsityParameters: every axis DENSE but the last,
+    SPARSE_CSR over it), read through DENSIFY (and a DEQUANTIZE when ``value_type`` is FLOAT16), as LiteRT's
+    converter writes a pruned model. The dense filter's buffer is dropped."""
+    from edge_sdk.model import read_model, write_model
+    from edge_sdk.model import schema
+    from edge_sdk.model.types import Buffer, DimensionMetadata, Operator, OperatorCode, Sparsity, Tensor
+
+    model = read_model(float_bytes)
+    model.buffers = [Buffer(bytes(b.data)) for b in model.buffers]
+    densify = len(model.operator_codes)
+    model.operator_codes.append(OperatorCode(schema.BUILTIN_OPERATOR_CODES["DENSIFY"], None, 1))
+    dequantize = len(model.operator_codes)
+    model.operator_codes.append(OperatorCode(schema.BUILTIN_OPERATOR_CODES["DEQUANTIZE"], None, 3))
+    values_dtype = np.float16 if value_type == "FLOAT16" else np.float32
+    for sg in model.subgraphs:
+        ops = []
+        for op in sg.operators:
+            w = sg.tensors[op.inputs[1]] if model.op_name(op) in ("CONV_2D", "FULLY_CONNECTED") else None
+            if w is None or not model.buffers[w.buffer].data or math.prod(w.shape) < 1024:
+                ops.append(op)
+                continue
+            rows = np.frombuffer(model.buffers[w.buffer].data, np.float32).reshape(-1, w.shape[-1])  # [prod(lead), last]
+            cut = np.quantile(np.abs(rows), 1.0 - keep)
+            segments, indices, values = [0], [], []
+            for row in rows:
+                nz = np.nonzero(np.abs(row) >= cut)[0]
+                indices.extend(nz.tolist())
+                values.append(row[nz])
+                segments.append(len(indices))
+            model.buffers[w.buffer] = Buffer(b"")
+            model.buffers.append(Buffer(np.concatenate(values).astype(values_dtype).tobytes()))
+            dims = [DimensionMetadata("DENSE", d) for d in w.shape[:-1]]
+            dims.append(DimensionMetadata("SPARSE_CSR", 0, np.array(segments, np.int32), np.array(indices, np.int32)))
+            stored = Tensor(w.name + "_sparse", tuple(w.shape), value_type, buffer=len(model.buffers) - 1)
+            stored.sparsity = Sparsity(list(range(len(w.shape))), [], dims)
+            sg.tensors.append(stored)
+            sg.tensors.append(Tensor(w.name + "_dense", tuple(w.shape), value_type))
+            ops.append(Operator(densify, [len(sg.tensors) - 2], [len(sg.tensors) - 1]))
+            if value_type == "FLOAT16":
+                sg.tensors.append(Tensor(w.name + "_dequantized", tuple(w.shape), "FLOAT32"))
+                ops.append(Operator(dequantize, [len(sg.tensors) - 2], [len(sg.tensors) - 1]))
+            op.inputs[1] = len(sg.tensors) - 1
+            ops.append(op)
+        sg.operators = ops
+    return write_model(model)
+
+
 def _cache_key(arch: str, size: int, dtype: str, seed: int) -> str:
     from edge_sdk import __version__
 
@@ -469,6 +525,8 @@ def cached_path(arch: str, size: int, dtype: str = "float32", seed: int = 0) -> 
         data = int8_model(data, size, seed)
     elif dtype == FP16_WEIGHTS:
         data = fp16_weights_model(data)
+    elif dtype == SPARSE_WEIGHTS:
+        data = sparse_weights_model(data)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_bytes(data)

@@ -225,9 +225,10 @@ void *edge_alloc_packed(edge_ctx_t *ctx, size_t bytes);
  * edge_sdk/runtime/planner.py's folded_constants (a DEQUANTIZE of a constant; the Python planner leaves the same
  * tensors out of its plan). */
 void edge_fold_outputs(edge_node_t *node, edge_ctx_t *ctx);
-/* Host builds (EDGE_SIMD, src/simd/edge_simd.h) only: 1 when `node` is computed once at prepare
- * (planner.folded_constants' rule: a DEQUANTIZE of a dense constant whose output no subgraph returns): DEQUANTIZE's
- * prepare folds it, the plan-only step (no prepare) leaves its output out of the plan as the host plans do. */
+/* 1 when `node` is computed once at prepare (planner.folded_constants' rule: on every build a DENSIFY of a sparse
+ * constant; on host builds (EDGE_SIMD, src/simd/edge_simd.h) a DEQUANTIZE of a dense constant, a folded DENSIFY's
+ * output included; never an output a subgraph returns): the kernel's prepare folds it, the plan-only step (no
+ * prepare) leaves its output out of the plan as the prepared plans do. */
 int32_t edge_folds_at_prepare(edge_ctx_t *ctx, const edge_node_t *node);
 /* Every build: the index (in its subgraph) of the window op (pad_fold role EDGE_PAD_FOLD_CONV: CONV_2D,
  * DEPTHWISE_CONV_2D) a PAD (EDGE_PAD_FOLD_PAD: PAD, PADV2) `node` is folded into, else -1

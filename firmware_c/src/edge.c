@@ -1966,22 +1966,30 @@ void edge_fold_outputs(edge_node_t *node, edge_ctx_t *ctx) {
     for (k = 0; k < node->n_outputs; k++) ctx->tensors[node->outputs[k]].is_const = ctx->tensors[node->outputs[k]].folded_ = 1;
 }
 
-#if EDGE_SIMD
+/* planner.folded_constants' rule, both parts: a DENSIFY of a sparse constant on every build (its dense bytes are
+ * persistent anyway: reading them in place saves the arena tensor and a copy per invoke, and its consumer sees
+ * constant weights, which a host build packs once); a DEQUANTIZE of a dense constant (a folded DENSIFY's output
+ * included: sparse float16 weights) on host builds only. Never an output a subgraph returns (the caller reads it
+ * where the plan puts it). */
 int32_t edge_folds_at_prepare(edge_ctx_t *ctx, const edge_node_t *node) {
     const edge_tensor_t *x;
     const int32_t *outputs;
     int32_t n, k;
-    if (!EDGE_WITH_FLOAT32 || node->op != EDGE_OP_DEQUANTIZE || node->n_inputs != 1 ||
+    if ((node->op != EDGE_OP_DENSIFY && node->op != EDGE_OP_DEQUANTIZE) || node->n_inputs != 1 ||
         node->n_outputs != 1 || node->inputs[0] < 0 || node->outputs[0] < 0)
         return 0;
     x = &ctx->tensors[node->inputs[0]];
-    if (!x->is_const || x->is_sparse || ctx->tensors[node->outputs[0]].type != EDGE_FLOAT32) return 0;
+    if (!x->is_const) return 0;
+    if (node->op == EDGE_OP_DENSIFY) {
+        if (!x->is_sparse) return 0;
+    } else if (!EDGE_SIMD || !EDGE_WITH_FLOAT32 || x->is_sparse || ctx->tensors[node->outputs[0]].type != EDGE_FLOAT32) {
+        return 0;
+    }
     n = edge_subgraph_io(ctx, ctx->subgraph, 1, &outputs); /* a returned output stays where the plan puts it */
     for (k = 0; k < n; k++)
         if (outputs[k] == node->outputs[0]) return 0;
     return 1;
 }
-#endif
 
 /* The PAD (pad_fold role EDGE_PAD_FOLD_PAD: PAD / PADV2) of subgraph s whose output is tensor t (subgraph-local) when its output is folded into its
  * conv (edge_pad_folds at its prepare, or the plan-only step: is_const and folded_ on a PAD's output): the PAD's
@@ -2307,12 +2315,10 @@ static edge_status_t prepare_subgraph(edge_interp_t *it, int32_t g, int32_t dept
     ctx.tensors = it->tensors + sg->tensor_base;
     ctx.n_tensors = sg->n_tensors;
     ctx.subgraph = g;
-#if EDGE_SIMD
     for (k = 0; k < sg->n_nodes && plan_only(it); k++) { /* no prepare: what it would fold, out of the plan */
         edge_node_t *nd = &it->nodes[sg->node_base + k];
         if (edge_folds_at_prepare(&ctx, nd)) edge_fold_outputs(nd, &ctx);
     }
-#endif
     for (k = 0; k < sg->n_nodes && plan_only(it); k++) { /* the PADs pad.c's prepare folds into their conv */
         edge_node_t *nd = &it->nodes[sg->node_base + k];
         if (edge_pad_folds(&ctx, nd) >= 0) edge_fold_pad(nd, &ctx);
