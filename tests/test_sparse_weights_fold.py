@@ -99,3 +99,89 @@ def test_c_runtime_folds_packs_and_matches_litert(backend, values):
     # the dense float32 filter (64 x 32) lives outside the arena figure: folded bytes, packed copies
     assert c.packed_weights_bytes >= 4 * 64 * 32
     assert c.arena_size < 4 * 8 * 8 * (32 + 64) + 4096
+
+
+# ------------------------------------------------------------------ FULLY_CONNECTED reading sparse weights itself
+# LiteRT's FULLY_CONNECTED takes a sparse constant filter directly (no DENSIFY: a pruned model's CSR or 1x4 / 1x16
+# block-sparse weights); both runtimes expand it once at prepare (conv._dense_weights, edge_densify_weights) and
+# run the dense paths. Before: the Python kernel failed at eval on the stored values' shape, the C runtime refused.
+
+def _sparse_fc(dtype: str, block: int, malformed: bool = False) -> tuple[bytes, np.ndarray]:
+    from edge_sdk.model.types import DimensionMetadata, Sparsity
+    from edge_sdk.model.writer import write_model
+    from tests.oprunner import op_model_object
+
+    rng = np.random.default_rng(9)
+    units, depth = 16, 64
+    keep = rng.uniform(size=(units, depth // block)) < 0.3
+    if dtype == "float32":
+        dense = rng.standard_normal((units, depth)).astype(np.float32)
+    else:
+        dense = rng.integers(-127, 128, (units, depth)).astype(np.int8)
+    dense = (dense.reshape(units, depth // block, block) * keep[:, :, None]).reshape(units, depth).astype(dense.dtype)
+    segments, indices, values = [0], [], []
+    for r in range(units):
+        for c in np.nonzero(keep[r])[0]:
+            indices.append(c)
+            values.append(dense[r, c * block:(c + 1) * block])
+        segments.append(len(indices))
+    if malformed:
+        indices[0] = depth  # a block column outside the dense shape
+    dims = [DimensionMetadata("DENSE", units),
+            DimensionMetadata("SPARSE_CSR", 0, np.array(segments, np.int32), np.array(indices, np.int32))]
+    sparsity = Sparsity([0, 1], [], dims) if block == 1 else \
+        Sparsity([0, 1, 2], [1], dims + [DimensionMetadata("DENSE", block)])
+    vals = np.concatenate(values).astype(dense.dtype)
+    if dtype == "float32":
+        ins = [T((1, depth), "FLOAT32"), T((vals.size,), "FLOAT32", data=vals), None]
+        outs = [T((1, units), "FLOAT32")]
+    else:
+        ins = [T((1, depth), "INT8", 0.05, 3), T((vals.size,), "INT8", 0.01, 0, data=vals), None]
+        outs = [T((1, units), "INT8", 0.4, -2)]
+    model = op_model_object("FULLY_CONNECTED", ins, outs)
+    model.subgraphs[0].tensors[1].shape = (units, depth)
+    model.subgraphs[0].tensors[1].sparsity = sparsity
+    x = np.random.default_rng(10).standard_normal((1, depth)).astype(np.float32)
+    if dtype == "int8":
+        x = np.random.default_rng(10).integers(-128, 128, (1, depth)).astype(np.int8)
+    return write_model(model), x
+
+
+FC_CASES = [("float32", 1), ("float32", 4), ("int8", 16)]
+
+
+@pytest.mark.parametrize("dtype,block", FC_CASES)
+def test_fully_connected_with_sparse_weights_python(dtype, block):
+    data, x = _sparse_fc(dtype, block)
+    want = run_litert(data, [x])[0]
+    got = _run(Interpreter(model_content=data), x)
+    if dtype == "float32":
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * float(want.max() - want.min()))
+    else:
+        assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+
+
+@needs_c_runtime
+@pytest.mark.parametrize("dtype,block", FC_CASES)
+def test_fully_connected_with_sparse_weights_c(backend, dtype, block):
+    data, x = _sparse_fc(dtype, block)
+    want = run_litert(data, [x])[0]
+    got = _run(backend.CInterpreter(model_content=data), x)
+    py = _run(Interpreter(model_content=data), x)
+    if dtype == "float32":
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * float(want.max() - want.min()))
+    else:
+        np.testing.assert_array_equal(got, py)  # the integer paths agree to the bit
+        assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
+
+
+@needs_c_runtime
+def test_malformed_sparse_weights_refused_in_one_line(backend):
+    from edge_sdk.errors import EdgeError
+
+    data, x = _sparse_fc("float32", 4, malformed=True)
+    for make in (lambda: Interpreter(model_content=data), lambda: backend.CInterpreter(model_content=data)):
+        with pytest.raises(EdgeError) as e:
+            make().allocate_tensors()
+        text = str(e.value)
+        assert "\n" not in text and "FULLY_CONNECTED" in text and "sparse" in text.lower(), text

@@ -448,9 +448,27 @@ def macs_depthwise_conv_2d(node: Node) -> int:
 # FULLY_CONNECTED
 
 
+def _dense_weights(node: Node, flt: TensorInfo) -> TensorInfo:
+    """A sparse constant filter (TFLite SparsityParameters) as its dense twin, for the dense paths; as
+    firmware_c's edge_densify_weights."""
+    import dataclasses
+
+    from edge_sdk.runtime.kernels.shape import densify
+
+    if flt.data is None:
+        raise node.error(f"weights '{flt.name}' are sparse but not a constant")
+    try:
+        dense = densify(flt.data, flt.shape, flt.sparsity)
+    except ValueError as exc:
+        raise node.error(f"sparse weights '{flt.name}': {exc}") from None
+    return dataclasses.replace(flt, data=dense.reshape(flt.shape), sparsity=None)
+
+
 def prepare_fully_connected(node: Node):
     node.expect_counts((2, 3), 1)
     inp, flt, out = node.input(0), node.input(1), node.outputs[0]
+    if flt.sparsity is not None:  # LiteRT reads sparse weights here (a pruned model's CSR / 1x4-block FC): dense once
+        flt = node.inputs[1] = _dense_weights(node, flt)
     bias = node.inputs[2] if node.has_input(2) else None
     opts = node.options
     if opts.get("weights_format", "DEFAULT") not in ("DEFAULT", None):

@@ -84,52 +84,45 @@ static int walk(walk_t *w, int32_t level, int64_t parent) {
     return 0;
 }
 
-edge_status_t edge_prepare_densify(edge_node_t *node, edge_ctx_t *ctx) {
-    edge_tensor_t *x, *y;
-    edge_sparsity_t sp;
-    walk_t w;
+/* x (a sparse constant) expanded into w->dense: its dense shape is x's declared shape, or y's when x is declared as
+ * its flat stored values (y may be NULL); the bytes from edge_alloc_packed (`packed`: a weights copy, reported apart
+ * from the arena) or edge_alloc_persistent. Malformed structures are refused here, before any walk runs long. */
+static edge_status_t expand(edge_ctx_t *ctx, const edge_tensor_t *x, const edge_tensor_t *y, int32_t packed,
+                            edge_sparsity_t *sp, walk_t *w) {
     const int32_t *dims;
-    int32_t k, seen = 0, fold;
+    int32_t k, seen = 0;
     int64_t elems = 1;
     edge_status_t s;
     int r;
-    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 1 input and 1 output");
-    x = edge_in(ctx, node, 0);
-    y = edge_out(ctx, node, 0);
-    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
-    if (x->type != EDGE_FLOAT32 && x->type != EDGE_FLOAT16 && x->type != EDGE_INT8)
-        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, FLOAT16, INT8");
-    if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "output type differs from input type");
-    if (!x->is_const || !x->is_sparse) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input must be a sparse constant");
-    if ((s = edge_tensor_sparsity(ctx, x, &sp)) != EDGE_OK) return s;
-    memset(&w, 0, sizeof w);
-    w.sp = &sp;
-    w.levels = sp.n_order;
-    w.rank = sp.n_order - sp.n_block_map;
-    if (sp.n_dims != w.levels || w.rank < 1 || sp.n_block_map < 0)
+    if ((s = edge_tensor_sparsity(ctx, x, sp)) != EDGE_OK) return s;
+    memset(w, 0, sizeof *w);
+    w->sp = sp;
+    w->levels = sp->n_order;
+    w->rank = sp->n_order - sp->n_block_map;
+    if (sp->n_dims != w->levels || w->rank < 1 || sp->n_block_map < 0)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "sparsity levels do not match traversal order and block map");
-    if (x->rank == w.rank) dims = x->dims;
-    else if (y->rank == w.rank) dims = y->dims;
+    if (x->rank == w->rank) dims = x->dims;
+    else if (y && y->rank == w->rank) dims = y->dims;
     else return EDGE_FAIL(ctx, EDGE_BAD_NODE, "cannot tell the dense shape of the sparse tensor");
-    for (k = 0; k < w.rank; k++) {
-        w.shape[k] = dims[k];
+    for (k = 0; k < w->rank; k++) {
+        w->shape[k] = dims[k];
         elems *= dims[k];
         if (elems > ((int64_t)1 << 31)) return EDGE_FAIL(ctx, EDGE_LIMIT, "dense tensor above 2^31 elements");
     }
-    for (k = 0; k < w.levels; k++) {
-        const int32_t o = sp.traversal_order[k];
-        if (o < 0 || o >= w.levels || (seen >> o) & 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "traversal order is not a permutation");
+    for (k = 0; k < w->levels; k++) {
+        const int32_t o = sp->traversal_order[k];
+        if (o < 0 || o >= w->levels || (seen >> o) & 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "traversal order is not a permutation");
         seen |= 1 << o;
-        if ((k < w.rank) != (o < w.rank)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "traversal order mixes dimensions and blocks");
+        if ((k < w->rank) != (o < w->rank)) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "traversal order mixes dimensions and blocks");
     }
-    for (k = 0; k < sp.n_block_map; k++) {
-        if (sp.block_map[k] < 0 || sp.block_map[k] >= w.rank) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "block map out of range");
-        w.block_size[k] = sp.dims[sp.traversal_order[w.rank + k]].dense_size;
+    for (k = 0; k < sp->n_block_map; k++) {
+        if (sp->block_map[k] < 0 || sp->block_map[k] >= w->rank) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "block map out of range");
+        w->block_size[k] = sp->dims[sp->traversal_order[w->rank + k]].dense_size;
     }
-    for (k = 0; k < w.levels; k++) {
-        const edge_sparse_dim_t *m = &sp.dims[k];
-        const int32_t o = sp.traversal_order[k];
-        const int32_t extent = o < w.rank ? w.shape[o] : w.shape[sp.block_map[o - w.rank]];
+    for (k = 0; k < w->levels; k++) {
+        const edge_sparse_dim_t *m = &sp->dims[k];
+        const int32_t o = sp->traversal_order[k];
+        const int32_t extent = o < w->rank ? w->shape[o] : w->shape[sp->block_map[o - w->rank]];
         if (m->format > 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "unknown dimension format");
         if (m->format == 0 && (m->dense_size < 0 || m->dense_size > extent))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "dense_size outside its dimension");
@@ -141,26 +134,59 @@ edge_status_t edge_prepare_densify(edge_node_t *node, edge_ctx_t *ctx) {
                 if (index_at(m->segments, m->segments_type, j) < 0) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "negative segment");
         }
     }
-    w.item = edge_type_bytes(x->type);
-    w.values = (const uint8_t *)x->data;
-    w.n_values = x->bytes / w.item;
-    w.budget = (elems + w.n_values + 1) * (w.levels + 1);
-    /* folded on a host build: a weights copy as DEQUANTIZE's folded output (edge_alloc_packed: reported apart from
-     * the arena, as the Python interpreter keeps its folded arrays); a microcontroller holds it in its arena */
-    fold = edge_folds_at_prepare(ctx, node);
-    w.dense = (uint8_t *)(fold && EDGE_SIMD ? edge_alloc_packed(ctx, (size_t)elems * w.item)
-                                            : edge_alloc_persistent(ctx, (size_t)elems * w.item));
-    if (!w.dense && elems) return EDGE_ARENA_TOO_SMALL;
-    r = walk(&w, 0, 0);
+    w->item = edge_type_bytes(x->type);
+    w->values = (const uint8_t *)x->data;
+    w->n_values = x->bytes / w->item;
+    w->budget = (elems + w->n_values + 1) * (w->levels + 1);
+    w->dense = (uint8_t *)(packed ? edge_alloc_packed(ctx, (size_t)elems * w->item)
+                                  : edge_alloc_persistent(ctx, (size_t)elems * w->item));
+    if (!w->dense && elems) return EDGE_ARENA_TOO_SMALL;
+    r = walk(w, 0, 0);
     if (r == 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "sparse tensor names more values than it stores");
     if (r == 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "sparse index outside the dense shape");
     if (r == 3) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "sparse structure far larger than the dense tensor");
+    return EDGE_OK;
+}
+
+edge_status_t edge_prepare_densify(edge_node_t *node, edge_ctx_t *ctx) {
+    edge_tensor_t *x, *y;
+    edge_sparsity_t sp;
+    walk_t w;
+    int32_t fold;
+    edge_status_t s;
+    if (node->n_inputs != 1 || node->n_outputs != 1) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "expects 1 input and 1 output");
+    x = edge_in(ctx, node, 0);
+    y = edge_out(ctx, node, 0);
+    if (!x) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input is required");
+    if (x->type != EDGE_FLOAT32 && x->type != EDGE_FLOAT16 && x->type != EDGE_INT8)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "C kernel runs FLOAT32, FLOAT16, INT8");
+    if (y->type != x->type) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "output type differs from input type");
+    if (!x->is_const || !x->is_sparse) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "input must be a sparse constant");
+    /* folded on a host build: a weights copy as DEQUANTIZE's folded output (edge_alloc_packed: reported apart from
+     * the arena, as the Python interpreter keeps its folded arrays); a microcontroller holds it in its arena */
+    fold = edge_folds_at_prepare(ctx, node);
+    if ((s = expand(ctx, x, y, fold && EDGE_SIMD, &sp, &w)) != EDGE_OK) return s;
     node->user_data = w.dense;
     if ((s = edge_set_output_shape(ctx, node, 0, w.shape, w.rank)) != EDGE_OK) return s;
     if (fold) {
         y->data = w.dense;
         edge_fold_outputs(node, ctx);
     }
+    return EDGE_OK;
+}
+
+edge_status_t edge_densify_weights(edge_ctx_t *ctx, edge_tensor_t *t) {
+    edge_sparsity_t sp;
+    walk_t w;
+    edge_status_t s;
+    if (!t || !t->is_sparse) return EDGE_OK;
+    if (!t->is_const) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "sparse weights must be a constant");
+    if (t->type != EDGE_FLOAT32 && t->type != EDGE_FLOAT16 && t->type != EDGE_INT8)
+        return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "sparse weights: FLOAT32, FLOAT16 or INT8 values");
+    if ((s = expand(ctx, t, NULL, 1, &sp, &w)) != EDGE_OK) return s;
+    t->data = w.dense;
+    t->bytes = (uint32_t)(edge_tensor_elements(t) * (int64_t)w.item);
+    t->is_sparse = 0;
     return EDGE_OK;
 }
 

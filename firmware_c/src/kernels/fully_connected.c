@@ -167,6 +167,7 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 2);
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: input and weights are required");
+    if ((s = edge_densify_weights(ctx, w)) != EDGE_OK) return s; /* sparse weights: dense once (densify.c) */
     if ((s = edge_int4_to_int8(ctx, w)) != EDGE_OK) return s; /* INT4 weights: the INT8 paths below (edge_int4.h) */
     if (w->rank == 2 && w->dims[1] == 0 && in->type == out->type && /* float, hybrid, int8, 16x8: zero bytes */
         (in->type == EDGE_FLOAT32 || ((in->type == EDGE_INT8 || in->type == EDGE_INT16) && w->type == EDGE_INT8)))
@@ -180,7 +181,6 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
         return EDGE_FAIL(ctx, EDGE_UNSUPPORTED_TYPE, "FULLY_CONNECTED: C kernel runs INT8/INT8, INT16/INT8 and FLOAT32/FLOAT32");
     if ((s = edge_type_built(ctx, in->type)) != EDGE_OK) return s;
     if (w->rank != 2) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: weights must be 2-D [units, depth]");
-    if (w->is_sparse) return EDGE_FAIL(ctx, EDGE_UNSUPPORTED, "FULLY_CONNECTED: sparse weights");
     units = w->dims[0];
     depth = w->dims[1];
     in_elems = edge_tensor_elements(in);
