@@ -87,6 +87,16 @@ def batch_placeholder_note(model, given=None) -> str:
     return f" ({'; '.join(notes)})" if notes else ""
 
 
+def with_batch_axis(dims, want) -> tuple[int, ...]:
+    """An array's ``dims`` as the shape it runs at for an input of shape ``want`` (its signature, or the shape
+    --input-shape gives): with a leading axis of one added when the array lacks exactly that axis and the input's
+    leading size is 1 or -1 (a [C] row for a [-1, C] classifier runs as one row, as LiteRT resized to [1, C]
+    would); ``dims`` unchanged otherwise. The one rule of `edge run`, `bench` and `serve` for an array one axis
+    short."""
+    dims, want = tuple(int(d) for d in dims), tuple(int(d) for d in want)
+    return (1,) + dims if len(dims) == len(want) - 1 and want[0] in (1, -1) else dims
+
+
 def _example(name: str, sig) -> str:
     return f"{name}:" + ",".join(f"D{i}" for i in range(len(sig)))
 
@@ -203,7 +213,7 @@ def shaped_model_path(path, input_shapes=None, flag: str = FLAG) -> Path:
 
 
 __all__ = ["FLAG", "INDEX_RANGE", "batch_placeholder_note", "dynamic_inputs", "random_input", "require_static_inputs",
-           "shaped_model", "shaped_model_path"]
+           "shaped_model", "shaped_model_path", "with_batch_axis"]
 
 
 # Random int32 / int64 / uint32 inputs are token ids, positions, indices (a GATHER of an embedding table refuses

@@ -187,6 +187,8 @@ def input_shapes_from(path, model, arrays, given=None):
     file, the array and the input."""
     import numpy as np
 
+    from edge_sdk.model.input_shapes import with_batch_axis
+
     sg = model.subgraphs[0]
     sig_names = {}
     for sd in getattr(model, "signature_defs", None) or []:
@@ -201,9 +203,7 @@ def input_shapes_from(path, model, arrays, given=None):
         sig = tuple(int(d) for d in (tensor.shape_signature if tensor.shape_signature is not None else tensor.shape))
         named = [n for n in (tensor.name, shown) if n in out]
         want = tuple(int(d) for d in (given if bare else out[named[0]] if named else sig))
-        dims = tuple(int(d) for d in np.shape(x))
-        if len(dims) == len(want) - 1 and want[0] == 1:
-            dims = (1,) + dims  # a missing batch axis fixed at one, as `edge run` adds it (a -1 batch: no guess)
+        dims = with_batch_axis(np.shape(x), want)  # a [C] row of a [-1, C] input: one row, as `edge serve` takes it
         if len(dims) != len(want) or any(w >= 0 and w != d for w, d in zip(want, dims)) or 0 in dims:
             what = f"array '{key}'" if key is not None else "array"
             at = f" (--input-shape {','.join(str(d) for d in want)})" if bare or named else ""

@@ -73,6 +73,7 @@ from typing_extensions import Self
 from edge_sdk import log
 from edge_sdk import timeouts as T
 from edge_sdk.errors import EdgeError, ModelError, UsageError
+from edge_sdk.model.input_shapes import with_batch_axis
 
 LATENCY_WINDOW = 4096
 WAV_TYPES = ("audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave")  # a WAV body (Server.parse_wav)
@@ -677,7 +678,7 @@ class Server:
         if d["name"] not in self.dynamic:
             return tuple(int(v) for v in d["shape"])
         sig = tuple(int(v) for v in d["shape_signature"])
-        shape = (1,) + given if len(given) == len(sig) - 1 and sig and sig[0] in (1, -1) else given
+        shape = with_batch_axis(given, sig)
         if len(shape) != len(sig) or 0 in shape or any(g not in (-1, n) for g, n in zip(sig, shape)):
             raise _Reject(400, f"{what}: shape {list(given)} does not fit input '{d['name']}' (shape signature "
                                f"{list(sig)}: any size where it says -1)")
