@@ -1,0 +1,397 @@
+"""Issue 23 audited from a user's side (session 19; points 2, 3, 5 and 6): small models of the forms users bring
+(IF / WHILE / nested control flow, a [-1, -1] log-mel front end, a PyTorch-style export with a SignatureDef,
+an odml.* STABLEHLO_COMPOSITE and SHAPE arithmetic over a [1, -1, C] sequence, a WHERE model), each command run
+through `edge` (cli.main) as a user would, in a temp dir with a private HOME. Each row is
+(point, command, what a LiteRT / TFLM user expects); where a number is involved it is checked against LiteRT's
+reference kernels at the same shapes. What this audit found failing, and is fixed:
+
+- 3: an ai-edge-torch composite over a dynamic sequence ([1, -1, 8]) was refused by every command ("shapes must
+  be static across subgraph calls"): the decomposition is now prepared at the node's input shapes, as IF / WHILE
+  callees were (kernels/control_flow.prepare_stablehlo_composite), in Python and in the bytes C loads.
+- 3: the C backend's SignatureRunner refused an input of another shape; LiteRT's resizes it (c_interpreter).
+- 3: `edge run` / `edge bench` refused a [C] .npy for a [-1, C] input that `edge serve` runs as one row
+  (input_shapes.with_batch_axis: one rule for the three).
+- 2: `edge run --backend c` on a model whose subgraph calls form a cycle said "(--backend python runs it)"; the
+  Python interpreter refuses it too, and now the line says so (run_backend.python_refusal).
+- 6: the README's ops table left the C column of WHERE / UNIQUE bare; it now says why (a data-sized output).
+
+Rows already covered elsewhere, not repeated here (slow: QEMU, sshd): per-op rows inside subgraphs on the QEMU
+board and an exported control-flow model built and run (tests/test_control_flow.py), `flash` / `profile`
+--input-shape on the board (tests/test_rows23_classify.py), `deploy --input-shape` (tests/test_walk23c_paths.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from edge_sdk import cli
+from edge_sdk.model import write_model
+from edge_sdk.model.builder import GraphBuilder
+from edge_sdk.model.types import SignatureDef
+from tests.conftest import needs_c_runtime
+from tests.oprunner import flex_options
+from tests.test_control_flow import _cyclic_model, counting_while_model, if_model, nested_model
+from tests.test_eval_sized23 import where_cast_model
+from tests.test_forms23_audio import logmel_model
+
+pytest.importorskip("ai_edge_litert")
+
+BACKENDS = ["python", pytest.param("c", marks=needs_c_runtime)]
+SAMPLES = 1792  # 28 frames of the log-mel front end's 64 samples
+
+
+@pytest.fixture(autouse=True)
+def user_home(tmp_path, monkeypatch):
+    """A private HOME and working folder, as a user's first session."""
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+
+
+def torch_form_model(channels: int = 8, classes: int = 3, seed: int = 0) -> bytes:
+    """As ai-edge-torch writes a sequence classifier: input 'serving_default_args_0:0' [1, -1, C] (signature
+    'serving_default', input 'args_0', output 'output_0'), an odml.scaled STABLEHLO_COMPOSITE (its decomposition
+    a MUL by per-channel scales, at the -1 too), the sequence length read by SHAPE -> STRIDED_SLICE ->
+    CONCATENATION into a RESHAPE to [T, C] (no options), MEAN over T, FULLY_CONNECTED -> [1, classes]."""
+    rng = np.random.default_rng(seed)
+    g = GraphBuilder()
+
+    def dynamic(b, name, signature):
+        t = b.tensor(name, [max(d, 1) for d in signature], "FLOAT32")
+        b.tensors[t].shape_signature = tuple(signature)
+        return t
+
+    x = g.input("serving_default_args_0:0", (1, 1, channels), "FLOAT32")
+    g.tensors[x].shape_signature = (1, -1, channels)
+    dec = g.subgraph("odml.scaled")
+    dx = dec.input("x", (1, 1, channels), "FLOAT32")
+    dec.tensors[dx].shape_signature = (1, -1, channels)
+    dy = dynamic(dec, "y", (1, -1, channels))
+    dec.op("MUL", [dx, dec.constant("scale", rng.uniform(0.5, 2, channels).astype(np.float32))], [dy],
+           fused_activation_function="NONE")
+    dec.output(dy)
+    y = dynamic(g, "composite", (1, -1, channels))
+    g.op("STABLEHLO_COMPOSITE", [x], [y], name="odml.scaled", decomposition_subgraph_index=dec.index,
+         composite_attributes=flex_options({"scale": 1.0}), composite_attributes_format="FLEXBUFFERS", version=1)
+    shape, length = g.tensor("shape", (3,), "INT32"), g.tensor("length", (1,), "INT32")
+    g.op("SHAPE", [y], [shape], out_type="INT32")
+    g.op("STRIDED_SLICE", [shape] + [g.constant(n, np.array([v], np.int32)) for n, v in (("b", 1), ("e", 2), ("s", 1))],
+         [length])
+    flat_shape = g.tensor("flat_shape", (2,), "INT32")
+    g.op("CONCATENATION", [length, g.constant("channels", np.array([channels], np.int32))], [flat_shape], axis=0)
+    flat = dynamic(g, "flat", (-1, channels))
+    g.op("RESHAPE", [y, flat_shape], [flat])
+    g.operators[-1].options_type, g.operators[-1].options = None, {}
+    pooled = g.tensor("pooled", (1, channels), "FLOAT32")
+    g.op("MEAN", [flat, g.constant("axis", np.array([0], np.int32))], [pooled], keep_dims=True)
+    logits = g.tensor("StatefulPartitionedCall:0", (1, classes), "FLOAT32")
+    g.op("FULLY_CONNECTED", [pooled, g.constant("w", rng.standard_normal((classes, channels)).astype(np.float32)), -1],
+         [logits])
+    g.output(logits)
+    signature = SignatureDef(signature_key="serving_default", subgraph_index=0, inputs={"args_0": x},
+                             outputs={"output_0": logits})
+    return write_model(dataclasses.replace(g.build(), signature_defs=[signature]))
+
+
+def litert(model: bytes, feeds: list[np.ndarray]) -> list[np.ndarray]:
+    """LiteRT's reference kernels, each input resized to its feed's shape (as a LiteRT user does)."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    it = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    for d, x in zip(it.get_input_details(), feeds):
+        it.resize_tensor_input(d["index"], x.shape)
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), feeds):
+        it.set_tensor(d["index"], x)
+    it.invoke()
+    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
+
+
+def softmax(y: np.ndarray) -> np.ndarray:
+    e = np.exp(y.astype(np.float64) - y.max())
+    return (e / e.sum()).ravel()
+
+
+def edge(capsys, *argv) -> tuple[int, str, str]:
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_matches_litert(capsys, model_path, input_path, feeds, backend):
+    """`edge run MODEL INPUT --json` on ``backend``: raw outputs == LiteRT's, or top-k scores == its softmax."""
+    code, out, err = edge(capsys, "run", model_path, input_path, "--backend", backend, "--json", "--top-k", 10)
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["runtime"] == backend
+    theirs = litert(model_path.read_bytes(), feeds)
+    if "outputs" in row:
+        for ours, want in zip(row["outputs"], theirs):
+            np.testing.assert_allclose(np.asarray(ours["values"], want.dtype), want, rtol=1e-5, atol=1e-6)
+    else:
+        p = softmax(theirs[0])
+        for pred in row["predictions"]:
+            assert abs(pred["score"] - p[int(pred["label"])]) <= 1e-5, (pred, p)
+    return row
+
+
+# ------------------------------------------------------------------------------------- point 2: control flow
+CONTROL_FLOW = {
+    "if_true": (lambda: if_model("FLOAT32"), {"cond": np.array([True]), "x": np.arange(4, dtype=np.float32)[None]}),
+    "if_false": (lambda: if_model("FLOAT32"), {"cond": np.array([False]), "x": np.arange(4, dtype=np.float32)[None]}),
+    "while": (counting_while_model, {"i": np.array([0], np.int32), "x": np.ones((1, 3), np.float32)}),
+    "if_in_while": (lambda: nested_model("FLOAT32"), {"i": np.array([0], np.int32), "x": np.ones((1, 4), np.float32)}),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("form", sorted(CONTROL_FLOW))
+def test_2_run_control_flow_equals_litert(tmp_path, capsys, form, backend):
+    """edge run M.tflite in.npz: the outputs LiteRT computes (IF's branch, the loop's last state)."""
+    build, feeds = CONTROL_FLOW[form]
+    model, inputs = tmp_path / f"{form}.tflite", tmp_path / "in.npz"
+    model.write_bytes(build())
+    np.savez(inputs, **feeds)
+    run_matches_litert(capsys, model, inputs, list(feeds.values()), backend)
+
+
+@pytest.mark.parametrize("target", ["raspberry-pi-4", pytest.param("stm32f746-disco", marks=needs_c_runtime)])
+@pytest.mark.parametrize("form", ["if_true", "while", "if_in_while"])
+def test_2_check_and_inspect_see_the_subgraphs(tmp_path, capsys, form, target):
+    """edge check: runs (the arena covers the callees); edge inspect: each subgraph's ops listed."""
+    model = tmp_path / "m.tflite"
+    model.write_bytes(CONTROL_FLOW[form][0]())
+    code, out, err = edge(capsys, "check", model, "--target", target, "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["verdict"] == "runs", (err, doc.get("problems"))
+    code, out, _ = edge(capsys, "inspect", model)
+    assert code == 0 and "subgraph 1 " in out and "subgraph 2 " in out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_2_bench_profiles_nodes_inside_subgraphs(tmp_path, capsys, backend):
+    """edge bench --json (the host profile): rows for the nodes inside WHILE's cond / body and the IF branches,
+    each naming the node that called it."""
+    build, feeds = CONTROL_FLOW["if_in_while"]
+    model, inputs = tmp_path / "m.tflite", tmp_path / "in.npz"
+    model.write_bytes(build())
+    np.savez(inputs, **feeds)
+    code, out, err = edge(capsys, "bench", model, "--inputs", inputs, "--runs", 1, "--backend", backend, "--json")
+    assert code == 0, err
+    rows = json.loads(out)["ops"]
+    inside = {(r["subgraph"], r["op"]) for r in rows if r["caller"] is not None}
+    assert {"LESS", "IF", "ADD", "MUL"} <= {op for _, op in inside} and {s for s, _ in inside} >= {1, 2}
+
+
+@pytest.mark.parametrize("argv", [("inspect",), ("check", "--target", "raspberry-pi-4"),
+                                  ("check", "--target", "stm32f746-disco"), ("bench", "--runs", "1"),
+                                  ("run", "in.npz"), ("run", "in.npz", "--backend", "c")])
+def test_2_a_call_cycle_is_refused_at_load_in_one_line(tmp_path, capsys, argv):
+    """A model whose subgraphs call each other in a cycle: one line naming the cycle, exit 3 (a model error), and
+    never "--backend python runs it" (it does not)."""
+    model = tmp_path / "cycle.tflite"
+    model.write_bytes(_cyclic_model())
+    np.savez(tmp_path / "in.npz", c=np.array([True]), x=np.zeros((1, 2), np.float32))
+    command, rest = argv[0], list(argv[1:])
+    args = [command, model] + rest
+    if command == "run":
+        args = [command, model, tmp_path / "in.npz"] + rest[1:]
+    code, out, err = edge(capsys, *args)
+    lines = [line for line in err.splitlines() if not line.startswith("==>")]
+    assert code == 3 and len(lines) == 1 and "cycle" in lines[0], err
+    assert "python runs it" not in lines[0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_2_while_bound(backend):
+    """Interpreter(max_while_iterations=N): a loop needing more body runs is a ModelError naming the node; one
+    within it gives LiteRT's result."""
+    from edge_sdk import Interpreter
+    from edge_sdk.errors import ModelError
+
+    feeds = [np.array([0], np.int32), np.ones((1, 3), np.float32)]
+    for limit, bound in ((10, 9), (10, 10)):
+        model = counting_while_model(limit=limit)
+        it = Interpreter(model_content=model, backend=backend, max_while_iterations=bound)
+        it.allocate_tensors()
+        for d, x in zip(it.get_input_details(), feeds):
+            it.set_tensor(d["index"], x)
+        if bound < limit:
+            with pytest.raises(ModelError, match=r"WHILE.*max_while_iterations=9"):
+                it.invoke()
+            continue
+        it.invoke()
+        for d, want in zip(it.get_output_details(), litert(model, feeds)):
+            np.testing.assert_array_equal(it.get_tensor(d["index"]), want)
+
+
+# ------------------------------------------------------------------------------------- point 3: dynamic shapes
+NO_SHAPE = [("bench",), ("check", "--target", "raspberry-pi-4"), ("check", "--target", "stm32f746-disco"),
+            ("flash", "--target", "qemu-mps2-an386"), ("profile", "--target", "qemu-mps2-an386"),
+            ("export", "--target", "stm32f746-disco", "--format", "cmake", "--out", "exported"),
+            ("deploy", "--host", "pi@127.0.0.1")]
+
+
+@pytest.mark.parametrize("form, said", [
+    ("logmel", "input 'waveform' has shape signature [-1, -1] (stored [1, 1]): give its shape with --input-shape "
+               "waveform:D0,D1"),
+    ("torch", "input 'args_0' has shape signature [1, -1, 8] (stored [1, 1, 8]): give its shape with --input-shape "
+              "args_0:D0,D1,D2")])
+@pytest.mark.parametrize("argv", NO_SHAPE, ids=lambda a: a[0] + ("_" + a[2] if a[0] == "check" else ""))
+def test_3_a_minus_one_without_a_shape_is_one_line(tmp_path, capsys, argv, form, said):
+    """No --input-shape for a -1 beyond the batch axis: exit 2 before anything is built, one line naming the input
+    (its SignatureDef name when it has one), its signature and the flag; never a kernel error at [1, 1]."""
+    model = tmp_path / "m.tflite"
+    model.write_bytes(logmel_model() if form == "logmel" else torch_form_model())
+    code, out, err = edge(capsys, argv[0], model, *argv[1:])
+    assert code == 2 and err.strip().endswith(said) and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "exported").exists()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("form", ["logmel", "torch"])
+def test_3_run_bench_check_take_the_shape(tmp_path, capsys, form, backend):
+    """edge run (the .npy sizes it, or --input-shape), bench --input-shape, check --input-shape: scores ==
+    LiteRT's at that shape; bench measures there and its arena_size is the interpreter's resized to it."""
+    from edge_sdk import Interpreter
+
+    content = logmel_model() if form == "logmel" else torch_form_model()
+    name, shape = ("waveform", (1, SAMPLES)) if form == "logmel" else ("args_0", (1, 5, 8))
+    model, x_path = tmp_path / "m.tflite", tmp_path / "x.npy"
+    model.write_bytes(content)
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    np.save(x_path, x)
+    run_matches_litert(capsys, model, x_path, [x], backend)
+    flag = f"{name}:" + ",".join(str(d) for d in shape)
+    code, out, err = edge(capsys, "run", model, x_path, "--input-shape", flag, "--backend", backend, "--json")
+    assert code == 0, err
+    code, out, err = edge(capsys, "bench", model, "--input-shape", flag, "--runs", 2, "--backend", backend, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert [i["shape"] for i in report["input_shapes"]] == [list(shape)]
+    it = Interpreter(model_content=content, backend=backend)
+    it.resize_tensor_input(0, shape)
+    it.allocate_tensors()
+    assert report["arena_size"] == it.arena_size
+    code, out, err = edge(capsys, "check", model, "--target", "raspberry-pi-4", "--input-shape", flag, "--json")
+    doc = json.loads(out)
+    assert code == 0 and doc["verdict"] == "runs" and doc["input_shapes"][0]["shape"] == list(shape), err
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("form", ["logmel", "torch"])
+def test_3_resize_tensor_input_and_signature_runner_equal_litert(form, backend):
+    """Interpreter(backend).resize_tensor_input at two shapes, and the SignatureRunner given a value of another
+    shape (LiteRT's resizes it): LiteRT's outputs."""
+    from edge_sdk import Interpreter
+
+    content = logmel_model() if form == "logmel" else torch_form_model()
+    shapes = [(1, SAMPLES), (1, 832)] if form == "logmel" else [(1, 5, 8), (1, 2, 8)]
+    rng = np.random.default_rng(3)
+    it = Interpreter(model_content=content, backend=backend)
+    for shape in shapes:
+        x = rng.standard_normal(shape).astype(np.float32)
+        it.resize_tensor_input(0, shape)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], x)
+        it.invoke()
+        (want,) = litert(content, [x])
+        np.testing.assert_allclose(it.get_tensor(it.get_output_details()[0]["index"]), want, rtol=1e-5, atol=1e-5)
+        if form == "torch":
+            got = it.get_signature_runner("serving_default")(args_0=x[:, :3])["output_0"]
+            np.testing.assert_allclose(got, litert(content, [x[:, :3]])[0], rtol=1e-5, atol=1e-5)
+
+
+def test_3_serve_runs_each_request_at_its_shape():
+    """edge serve of the [-1, -1] front end with no --input-shape: each request at its own length == LiteRT."""
+    from edge_sdk.tools.serve import Server
+    from tests.test_serve import request
+
+    content = logmel_model()
+    with Server(content, port=0) as srv:
+        for samples in (SAMPLES, 640):
+            x = np.random.default_rng(samples).standard_normal((1, samples)).astype(np.float32)
+            status, doc, _ = request(srv, "POST", "/predict", {"inputs": x.tolist(), "top_k": 4})
+            assert status == 200, doc
+            (ours,) = doc["outputs"]  # no --task: the raw logits
+            np.testing.assert_allclose(np.asarray(ours, np.float32), litert(content, [x])[0], rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------------------------------------------- point 5: arena_size
+@needs_c_runtime
+@pytest.mark.parametrize("form", ["if_in_while", "torch"])
+def test_5_one_arena_figure_in_check_and_export_packed_weights_apart(tmp_path, capsys, form):
+    """`edge check --target stm32f746-disco` and `edge export` for it print one arena figure (activations +
+    scratch + persistent state, measured by the C runtime at the board's struct layout); on the host, bench's
+    arena_size is CInterpreter.arena_size and packed weight copies are their own figure, not part of it."""
+    from edge_sdk import Interpreter
+
+    content = torch_form_model() if form == "torch" else CONTROL_FLOW[form][0]()
+    shape = ["--input-shape", "args_0:1,5,8"] if form == "torch" else []
+    model = tmp_path / "m.tflite"
+    model.write_bytes(content)
+    code, out, err = edge(capsys, "check", model, "--target", "stm32f746-disco", "--json", *shape)
+    assert code == 0, err
+    checked = json.loads(out)["arena_bytes"]
+    code, out, err = edge(capsys, "export", model, "--target", "stm32f746-disco", "--format", "cmake", "--out",
+                          tmp_path / "exported", *shape)
+    assert code == 0 and f"arena {checked} B (activations + scratch + persistent state" in out, (checked, out, err)
+    code, out, err = edge(capsys, "bench", model, "--runs", 1, "--backend", "c", "--json", *shape)
+    report = json.loads(out)
+    it = Interpreter(model_content=content, backend="c")
+    if shape:
+        it.resize_tensor_input(0, (1, 5, 8))
+    it.allocate_tensors()
+    assert (report["arena_size"], report["packed_weights_bytes"]) == (it.arena_size, it.packed_weights_bytes)
+    assert report["arena_parts"]["arena_size"] == it.arena_size
+
+
+# ------------------------------------------------------------------------------------- point 6: ops in both runtimes
+ISSUE_OPS = """RELU_0_TO_1 L2_POOL_2D RNN BIDIRECTIONAL_SEQUENCE_RNN UNIDIRECTIONAL_SEQUENCE_RNN EMBEDDING_LOOKUP
+EMBEDDING_LOOKUP_SPARSE SPACE_TO_BATCH_ND BATCH_TO_SPACE_ND L2_NORMALIZATION LOCAL_RESPONSE_NORMALIZATION LSTM
+BIDIRECTIONAL_SEQUENCE_LSTM ARG_MIN FLOOR CEIL ROUND SIN COS REDUCE_PROD REDUCE_MIN REDUCE_ANY REDUCE_ALL
+SPARSE_TO_DENSE RANK FAKE_QUANT ONE_HOT FLOOR_DIV SQUARE ZEROS_LIKE FLOOR_MOD RANGE FILL UNIQUE REVERSE_V2 ADD_N
+GATHER_ND WHERE ELU REVERSE_SEQUENCE MATRIX_DIAG MATRIX_SET_DIAG IF WHILE SCATTER_ND SEGMENT_SUM CUMSUM RFFT2D IMAG
+REAL COMPLEX_ABS BROADCAST_ARGS CONV_3D_TRANSPOSE MULTINOMIAL RANDOM_STANDARD_NORMAL BUCKETIZE RANDOM_UNIFORM
+DYNAMIC_UPDATE_SLICE UNSORTED_SEGMENT_PROD UNSORTED_SEGMENT_MAX UNSORTED_SEGMENT_MIN UNSORTED_SEGMENT_SUM ATAN2 SIGN
+BITCAST BITWISE_XOR RIGHT_SHIFT DILATE REDUCE_WINDOW TFLite_Detection_PostProcess Mfcc AudioSpectrogram""".split()
+DATA_SIZED = {"UNIQUE", "WHERE"}  # the issue allows C to refuse these, with that reason
+
+
+def test_6_readme_ops_table_shows_both_runtimes_for_the_issues_ops():
+    """Each of the issue's 72 ops is a row of the README's generated table with a version in both runtime
+    columns; the two the C runtime may refuse say why there."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 9 and cells[0].startswith("`"):
+            rows[cells[0].strip("`")] = cells
+    assert len(ISSUE_OPS) == 72 and set(ISSUE_OPS) <= set(rows), sorted(set(ISSUE_OPS) - set(rows))
+    for op in ISSUE_OPS:
+        _, _, python, _, c, _, constraints, _, _ = rows[op]
+        assert python.startswith("v1"), op
+        if op in DATA_SIZED:
+            assert c == "-" and "output size depends on the data" in constraints, rows[op]
+        else:
+            assert c.startswith("v1"), rows[op]
+
+
+@pytest.mark.parametrize("target, verdict", [("raspberry-pi-4", "runs"),
+                                             pytest.param("stm32f746-disco", "fails", marks=needs_c_runtime)])
+def test_6_check_names_an_op_the_targets_runtime_lacks(tmp_path, capsys, target, verdict):
+    """WHERE: the Python interpreter (Linux targets) runs it; on a microcontroller `edge check` fails naming the
+    op and why (its output size depends on the data), and points at a Linux target."""
+    model = tmp_path / "where.tflite"
+    model.write_bytes(where_cast_model((3, 5)))
+    code, out, err = edge(capsys, "check", model, "--target", target)
+    assert (code == 0) == (verdict == "runs"), err
+    assert "RUNS" in out if verdict == "runs" else (
+        "WHERE v1 BOOL: the C runtime cannot run WHERE: its output size depends on the data" in out
+        and "a Linux target" in out), out
