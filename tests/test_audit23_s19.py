@@ -17,7 +17,7 @@ reference kernels at the same shapes. What this audit found failing, and is fixe
 
 Rows already covered elsewhere, not repeated here (slow: QEMU, sshd): per-op rows inside subgraphs on the QEMU
 board and an exported control-flow model built and run (tests/test_control_flow.py), `flash` / `profile`
---input-shape on the board (tests/test_rows23_classify.py), `deploy --input-shape` (tests/test_walk23c_paths.py).
+--input-shape on the board (tests/test_rows23_classify.py, tests/test_forms23_audio.py).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from tests.oprunner import flex_options
 from tests.test_control_flow import _cyclic_model, counting_while_model, if_model, nested_model
 from tests.test_eval_sized23 import where_cast_model
 from tests.test_forms23_audio import logmel_model
+from tests.sshd import lab, ssh_cache  # noqa: F401  (fixtures)
 
 pytest.importorskip("ai_edge_litert")
 
@@ -319,6 +320,26 @@ def test_3_serve_runs_each_request_at_its_shape():
             assert status == 200, doc
             (ours,) = doc["outputs"]  # no --task: the raw logits
             np.testing.assert_allclose(np.asarray(ours, np.float32), litert(content, [x])[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_3_deploy_ships_the_model_at_the_given_shape(lab, tmp_path):
+    """edge deploy --input-shape to a loopback Pi (tests/sshd.py): the model deployed runs there at that shape,
+    its output == LiteRT's resized to it."""
+    from tests.test_deploy import edge as edge_process
+    from tests.test_deploy import run_on_device
+
+    device = lab.start("pi1")
+    model = tmp_path / "fe.tflite"
+    model.write_bytes(logmel_model())
+    r = edge_process("deploy", model, "--host", "pi1", "--input-shape", f"waveform:1,{SAMPLES}", "--no-c-backend",
+                     "--json", lab=lab, timeout=900)
+    assert r.returncode == 0, r.stderr
+    deployed = json.loads(r.stdout)
+    deployed = deployed[0] if isinstance(deployed, list) else deployed
+    x = np.random.default_rng(5).standard_normal((1, SAMPLES)).astype(np.float32)
+    ours = run_on_device(lab, device, deployed["manifest"]["model"]["path"], x)
+    np.testing.assert_allclose(ours, litert(model.read_bytes(), [x])[0], rtol=1e-5, atol=1e-5)
 
 
 # ------------------------------------------------------------------------------------- point 5: arena_size
