@@ -11,6 +11,8 @@ reference kernels at the same shapes. What this audit found failing, and is fixe
 - 3: the C backend's SignatureRunner refused an input of another shape; LiteRT's resizes it (c_interpreter).
 - 3: `edge run` / `edge bench` refused a [C] .npy for a [-1, C] input that `edge serve` runs as one row
   (input_shapes.with_batch_axis: one rule for the three).
+- 3: a WAV given with --sample-rate to an AudioSpectrogram front end ('audio' [-1, 1], samples x one channel) ran at
+  the stored [1, 1] and failed inside Mfcc: run / bench / serve now size it [samples, 1] (pipeline.samples_by_channel).
 - 2: `edge run --backend c` on a model whose subgraph calls form a cycle said "(--backend python runs it)"; the
   Python interpreter refuses it too, and now the line says so (run_backend.python_refusal).
 - 6: the README's ops table left the C column of WHERE / UNIQUE bare; it now says why (a data-sized output).
@@ -36,7 +38,7 @@ from tests.conftest import needs_c_runtime
 from tests.oprunner import flex_options
 from tests.test_control_flow import _cyclic_model, counting_while_model, if_model, nested_model
 from tests.test_eval_sized23 import where_cast_model
-from tests.test_forms23_audio import logmel_model
+from tests.test_forms23_audio import logmel_model, mfcc_model
 from tests.sshd import lab, ssh_cache  # noqa: F401  (fixtures)
 
 pytest.importorskip("ai_edge_litert")
@@ -320,6 +322,45 @@ def test_3_serve_runs_each_request_at_its_shape():
             assert status == 200, doc
             (ours,) = doc["outputs"]  # no --task: the raw logits
             np.testing.assert_allclose(np.asarray(ours, np.float32), litert(content, [x])[0], rtol=1e-5, atol=1e-5)
+
+
+def write_wav(path, samples: np.ndarray, rate: int = 16000) -> None:
+    import wave
+
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(samples.astype("<i2").tobytes())
+
+
+@pytest.mark.parametrize("samples", [16000, 4000])
+def test_3_a_wav_to_an_audio_spectrogram_input(tmp_path, capsys, samples):
+    """AudioSpectrogram -> Mfcc front end, input 'audio' [-1, 1] (samples x one channel, TF's layout), given a WAV
+    with --sample-rate: `edge run` / `bench` / `serve` run it at [samples, 1] (it ran at the stored [1, 1] and
+    failed in Mfcc with "spectrogram (1, 0, 65)"); scores == LiteRT's at that shape."""
+    import urllib.request
+
+    from edge_sdk.tools.serve import Server
+
+    content = mfcc_model()
+    model, wav = tmp_path / "mfcc.tflite", tmp_path / "a.wav"
+    model.write_bytes(content)
+    pcm = (np.sin(np.arange(samples) / 7.0) * 9000).astype(np.int16)
+    write_wav(wav, pcm)
+    (want,) = litert(content, [(pcm / np.float32(32768.0)).astype(np.float32).reshape(samples, 1)])
+    code, out, err = edge(capsys, "run", model, wav, "--sample-rate", 16000, "--json", "--top-k", 3)
+    assert code == 0, err
+    p = softmax(want)
+    for pred in json.loads(out)[0]["predictions"]:
+        assert abs(pred["score"] - p[int(pred["label"])]) <= 1e-5
+    code, out, err = edge(capsys, "bench", model, "--inputs", wav, "--sample-rate", 16000, "--runs", 1, "--json")
+    assert code == 0 and json.loads(out)["input_shapes"] == [{"name": "audio", "shape": [samples, 1]}], err
+    with Server(content, port=0, sample_rate=16000) as srv:
+        request = urllib.request.Request(srv.url + "/predict", data=wav.read_bytes(),
+                                         headers={"Content-Type": "audio/wav"})
+        (ours,) = json.loads(urllib.request.urlopen(request).read())["outputs"]
+    np.testing.assert_allclose(np.asarray(ours, np.float32), want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.slow

@@ -245,6 +245,10 @@ class Server:
         # WAV requests: the rate the model takes (--sample-rate, else the manifest's), None: not known (a 400 says so)
         self.sample_rate = sample_rate or ((read_manifest(read_model(self.content)) or {}).get("audio") or {}).get(
             "sample_rate")
+        from edge_sdk.tasks.pipeline import samples_by_channel
+
+        # a WAV's samples go along axis 0 of AudioSpectrogram's [samples, 1 channel] input, else along the last
+        self.samples_axis = 0 if samples_by_channel(read_model(self.content)) else -1
         self.host, self.requested_port = host, int(port)
         self.max_wait_s = float(max_wait_ms) / 1000.0
         self.instances = int(instances)
@@ -765,9 +769,12 @@ class Server:
 
         d = self.request_inputs[0]
         sig = tuple(int(v) for v in d.get("shape_signature", d["shape"]))
-        if len(self.inputs) != 1 or not (len(sig) == 1 or (len(sig) == 2 and (sig[0] == 1 or sig == (-1, -1)))):
+        by_channel = self.samples_axis == 0 and len(sig) == 2 and sig[1] == 1
+        if len(self.inputs) != 1 or not (len(sig) == 1 or by_channel
+                                         or (len(sig) == 2 and (sig[0] == 1 or sig == (-1, -1)))):
             raise _Reject(400, f"a WAV body, but {self.name} takes no raw audio samples (input '{d['name']}' "
-                               f"{list(sig)}; a WAV feeds [N], [1, N] or a -1 length): send 'inputs'")
+                               f"{list(sig)}; a WAV feeds [N], [1, N], an AudioSpectrogram's [N, 1] or a -1 length): "
+                               "send 'inputs'")
         try:
             samples, rate = read_wav(io.BytesIO(body))
         except ModelError as exc:
@@ -782,11 +789,12 @@ class Server:
         if rate != self.sample_rate:
             raise _Reject(400, f"the WAV body is {rate} Hz audio but {self.name} takes {self.sample_rate} Hz; resample "
                                "it first (edge-sdk does not resample)")
-        want = self._wanted_shape(d, (samples.size,), "the WAV body") if self.dynamic else tuple(
-            int(v) for v in d["shape"])
-        if want[-1] != samples.size:
+        given = (samples.size, 1) if by_channel else (samples.size,)
+        want = self._wanted_shape(d, given, "the WAV body") if self.dynamic else tuple(int(v) for v in d["shape"])
+        axis = 0 if by_channel else -1
+        if want[axis] != samples.size:
             raise _Reject(400, f"the WAV body has {samples.size} samples; input '{d['name']}' {list(want)} takes "
-                               f"{want[-1]}")
+                               f"{want[axis]}")
         x = samples if np.dtype(d["dtype"]) == np.int16 and not is_quantized(d) else \
             samples / np.float32(32768.0)
         try:
