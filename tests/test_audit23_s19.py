@@ -383,6 +383,31 @@ def test_3_deploy_ships_the_model_at_the_given_shape(lab, tmp_path):
     np.testing.assert_allclose(ours, litert(model.read_bytes(), [x])[0], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
+def test_2_3_profile_on_the_board_at_the_given_shape_with_rows_inside_the_composite(tmp_path, capsys, monkeypatch):
+    """edge profile --target qemu-mps2-an386 --input-shape args_0:1,5,8 on the ai-edge-torch form: the board's
+    outputs validate against the host's, and the decomposition's MUL has a row of its own under its caller."""
+    import shutil
+
+    if not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")):
+        pytest.skip("needs qemu-system-arm and arm-none-eabi-gcc")
+    from edge_sdk.device import qemu_board as qb
+
+    monkeypatch.setenv("EDGE_STATE_DIR", str(tmp_path / "state"))
+    model = tmp_path / "torch.tflite"
+    model.write_bytes(torch_form_model())
+    try:
+        code, out, err = edge(capsys, "profile", model, "--target", "qemu-mps2-an386", "--input-shape",
+                              "args_0:1,5,8", "--runs", 1, "--json")
+        assert code == 0, err
+        report = json.loads(out)
+        assert report["validated"] and report["model"] == str(model), report
+        inside = [(r["subgraph"], r["op"], r["caller"], r["output_shape"]) for r in report["ops"] if r["caller"]]
+        assert inside == [(1, "MUL", [0, 0], [1, 5, 8])], inside
+    finally:
+        qb.stop_board(all=True, scope="process")
+
+
 # ------------------------------------------------------------------------------------- point 5: arena_size
 @needs_c_runtime
 @pytest.mark.parametrize("form", ["if_in_while", "torch"])
