@@ -36,6 +36,7 @@ from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.types import SignatureDef
 from tests.conftest import needs_c_runtime
 from tests.oprunner import flex_options
+from tests.peers import run_litert
 from tests.test_control_flow import _cyclic_model, counting_while_model, if_model, nested_model
 from tests.test_eval_sized23 import where_cast_model
 from tests.test_forms23_audio import logmel_model, mfcc_model
@@ -102,16 +103,7 @@ def torch_form_model(channels: int = 8, classes: int = 3, seed: int = 0) -> byte
 
 def litert(model: bytes, feeds: list[np.ndarray]) -> list[np.ndarray]:
     """LiteRT's reference kernels, each input resized to its feed's shape (as a LiteRT user does)."""
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
-    it = Interpreter(model_content=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
-    for d, x in zip(it.get_input_details(), feeds):
-        it.resize_tensor_input(d["index"], x.shape)
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), feeds):
-        it.set_tensor(d["index"], x)
-    it.invoke()
-    return [it.get_tensor(d["index"]) for d in it.get_output_details()]
+    return run_litert(model, feeds)
 
 
 def softmax(y: np.ndarray) -> np.ndarray:
