@@ -101,6 +101,107 @@ def torch_form_model(channels: int = 8, classes: int = 3, seed: int = 0) -> byte
     return write_model(dataclasses.replace(g.build(), signature_defs=[signature]))
 
 
+def _signature(b: GraphBuilder, t: int, signature) -> int:
+    b.tensors[t].shape_signature = tuple(signature)
+    return t
+
+
+def dynamic_if_model() -> bytes:
+    """cond, x [1, -1] -> IF (then: x + x, else: x * x) -> y [1, -1]: branches declared at the placeholder [1, 1]."""
+    g = GraphBuilder()
+    cond = g.input("cond", (1,), "BOOL")
+    x = _signature(g, g.input("x", (1, 1), "FLOAT32"), (1, -1))
+    y = _signature(g, g.tensor("y", (1, 1), "FLOAT32"), (1, -1))
+    then, other = g.subgraph("then"), g.subgraph("else")
+    for sub, op in ((then, "ADD"), (other, "MUL")):
+        a = _signature(sub, sub.input("a", (1, 1), "FLOAT32"), (1, -1))
+        b = _signature(sub, sub.tensor("b", (1, 1), "FLOAT32"), (1, -1))
+        sub.op(op, [a, a], [b], fused_activation_function="NONE")
+        sub.output(b)
+    g.op("IF", [cond, x], [y], then_subgraph_index=then.index, else_subgraph_index=other.index)
+    g.output(y)
+    return write_model(g.build())
+
+
+def time_loop_model(channels: int = 4) -> bytes:
+    """A loop over time as TF's tf.while_loop writes it: x [1, -1, C], T = SHAPE(x)[1] (STRIDED_SLICE, shrink);
+    (i, acc, x, T) while i < T: acc += GATHER(x, i, axis 1), i += 1 -> acc [1, C]."""
+    g = GraphBuilder()
+    x = _signature(g, g.input("x", (1, 1, channels), "FLOAT32"), (1, -1, channels))
+    shape, length = g.tensor("shape", (3,), "INT32"), g.tensor("T", (), "INT32")
+    g.op("SHAPE", [x], [shape], out_type="INT32")
+    g.op("STRIDED_SLICE", [shape] + [g.constant(n, np.array([v], np.int32)) for n, v in (("b", 1), ("e", 2), ("s", 1))],
+         [length], shrink_axis_mask=1)
+    cond, body = g.subgraph("cond"), g.subgraph("body")
+    variables = []
+    for sub in (cond, body):
+        variables.append((sub.input("i", (), "INT32"), sub.input("acc", (1, channels), "FLOAT32"),
+                          _signature(sub, sub.input("x", (1, 1, channels), "FLOAT32"), (1, -1, channels)),
+                          sub.input("T", (), "INT32")))
+    (ci, _, _, cT), (bi, bacc, bx, bT) = variables
+    go = cond.tensor("go", (), "BOOL")
+    cond.op("LESS", [ci, cT], [go])
+    cond.output(go)
+    frame, acc, i = body.tensor("frame", (1, channels), "FLOAT32"), body.tensor("acc_next", (1, channels), "FLOAT32"), \
+        body.tensor("i_next", (), "INT32")
+    body.op("GATHER", [bx, bi], [frame], axis=1)
+    body.op("ADD", [bacc, frame], [acc], fused_activation_function="NONE")
+    body.op("ADD", [bi, body.constant("one", np.array(1, np.int32))], [i], fused_activation_function="NONE")
+    body.output(i, acc, bx, bT)
+    outs = [g.tensor("i_out", (), "INT32"), g.tensor("acc_out", (1, channels), "FLOAT32"),
+            _signature(g, g.tensor("x_out", (1, 1, channels), "FLOAT32"), (1, -1, channels)), g.tensor("T_out", (), "INT32")]
+    g.op("WHILE", [g.constant("i0", np.array(0, np.int32)), g.constant("acc0", np.zeros((1, channels), np.float32)),
+                   x, length], outs, cond_subgraph_index=cond.index, body_subgraph_index=body.index)
+    g.output(outs[1])
+    return write_model(g.build())
+
+
+def expand_model(channels: int = 4) -> bytes:
+    """PyTorch's expand() / torch.where as exports write them: x [1, -1, C]; bias [1, 1, C] -> SHAPE(x) ->
+    BROADCAST_ARGS -> BROADCAST_TO x's shape; SELECT_V2(x > 0, x * bias, x); SUM over time -> [1, C]."""
+    g = GraphBuilder()
+
+    def seq(name, type="FLOAT32"):
+        return _signature(g, g.tensor(name, (1, 1, channels), type), (1, -1, channels))
+
+    x = _signature(g, g.input("x", (1, 1, channels), "FLOAT32"), (1, -1, channels))
+    shape, wide = g.tensor("shape", (3,), "INT32"), g.tensor("wide", (3,), "INT32")
+    g.op("SHAPE", [x], [shape], out_type="INT32")
+    g.op("BROADCAST_ARGS", [shape, g.constant("bias_shape", np.array([1, 1, channels], np.int32))], [wide])
+    bias, scaled, positive, chosen = seq("bias_b"), seq("scaled"), seq("positive", "BOOL"), seq("chosen")
+    g.op("BROADCAST_TO", [g.constant("bias", np.linspace(-1, 2, channels, dtype=np.float32).reshape(1, 1, channels)),
+                          wide], [bias], version=2)  # LiteRT registers BROADCAST_TO from v2
+    g.op("MUL", [x, bias], [scaled], fused_activation_function="NONE")
+    g.op("GREATER", [x, g.constant("zero", np.array(0, np.float32))], [positive])
+    g.op("SELECT_V2", [positive, scaled, x], [chosen])
+    total = g.tensor("total", (1, channels), "FLOAT32")
+    g.op("SUM", [chosen, g.constant("time", np.array([1], np.int32))], [total], keep_dims=False)
+    g.output(total)
+    return write_model(g.build())
+
+
+DYNAMIC_FORMS = {  # name: (model, feeds as {input: array}, --input-shape for them)
+    "if": (dynamic_if_model, {"cond": np.array([False]), "x": np.arange(6, dtype=np.float32)[None]}, "x:1,6"),
+    "time_loop": (time_loop_model, {"x": np.arange(20, dtype=np.float32).reshape(1, 5, 4) / 10}, "x:1,5,4"),
+    "expand": (expand_model, {"x": np.linspace(-3, 3, 24, dtype=np.float32).reshape(1, 6, 4)}, "x:1,6,4"),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("form", sorted(DYNAMIC_FORMS))
+def test_2_3_dynamic_control_flow_and_shape_ops(tmp_path, capsys, form, backend):
+    """Control flow and shape arithmetic over a -1 length: `edge run` (the file sizes it) == LiteRT at that shape;
+    `edge check --input-shape` on a microcontroller runs it (its callees planned at the given shape)."""
+    build, feeds, shape = DYNAMIC_FORMS[form]
+    model, inputs = tmp_path / f"{form}.tflite", tmp_path / "in.npz"
+    model.write_bytes(build())
+    np.savez(inputs, **feeds)
+    run_matches_litert(capsys, model, inputs, list(feeds.values()), backend)
+    if backend == "c":
+        code, out, err = edge(capsys, "check", model, "--target", "stm32f746-disco", "--input-shape", shape, "--json")
+        assert code == 0 and json.loads(out)["verdict"] == "runs", (err, out)
+
+
 def litert(model: bytes, feeds: list[np.ndarray]) -> list[np.ndarray]:
     """LiteRT's reference kernels, each input resized to its feed's shape (as a LiteRT user does)."""
     return run_litert(model, feeds)
