@@ -479,7 +479,8 @@ def test_3_deploy_ships_the_model_at_the_given_shape(lab, tmp_path):
 @pytest.mark.slow
 def test_2_3_profile_on_the_board_at_the_given_shape_with_rows_inside_the_composite(tmp_path, capsys, monkeypatch):
     """edge profile --target qemu-mps2-an386 --input-shape args_0:1,5,8 on the ai-edge-torch form: the board's
-    outputs validate against the host's, and the decomposition's MUL has a row of its own under its caller."""
+    outputs validate against the host's, the decomposition's MUL has a row of its own under its caller, and the
+    board's arena is `edge check`'s figure for that target."""
     import shutil
 
     if not (shutil.which("qemu-system-arm") and shutil.which("arm-none-eabi-gcc")):
@@ -497,6 +498,10 @@ def test_2_3_profile_on_the_board_at_the_given_shape_with_rows_inside_the_compos
         assert report["validated"] and report["model"] == str(model), report
         inside = [(r["subgraph"], r["op"], r["caller"], r["output_shape"]) for r in report["ops"] if r["caller"]]
         assert inside == [(1, "MUL", [0, 0], [1, 5, 8])], inside
+        # point 5: the board's arena is the figure `edge check` gives for that target
+        code, out, err = edge(capsys, "check", model, "--target", "qemu-mps2-an386", "--input-shape", "args_0:1,5,8",
+                              "--json")
+        assert code == 0 and json.loads(out)["arena_bytes"] == report["arena_size"], (err, report["arena_size"])
     finally:
         qb.stop_board(all=True, scope="process")
 
