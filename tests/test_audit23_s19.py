@@ -11,6 +11,8 @@ reference kernels at the same shapes. What this audit found failing, and is fixe
 - 3: the C backend's SignatureRunner refused an input of another shape; LiteRT's resizes it (c_interpreter).
 - 3: `edge run` / `edge bench` refused a [C] .npy for a [-1, C] input that `edge serve` runs as one row
   (input_shapes.with_batch_axis: one rule for the three).
+- 3: `edge serve` of that export answered 400 to every request (its dynamic input was keyed by the signature name
+  'args_0', looked up by the tensor name), and took named inputs by tensor name only: both names now.
 - 3: a WAV given with --sample-rate to an AudioSpectrogram front end ('audio' [-1, 1], samples x one channel) ran at
   the stored [1, 1] and failed inside Mfcc: run / bench / serve now size it [samples, 1] (pipeline.samples_by_channel).
 - 2: `edge run --backend c` on a model whose subgraph calls form a cycle said "(--backend python runs it)"; the
@@ -504,6 +506,27 @@ def test_2_3_profile_on_the_board_at_the_given_shape_with_rows_inside_the_compos
         assert code == 0 and json.loads(out)["arena_bytes"] == report["arena_size"], (err, report["arena_size"])
     finally:
         qb.stop_board(all=True, scope="process")
+
+
+def test_3_serve_a_torch_export_by_its_signature_names():
+    """edge serve of the ai-edge-torch form, no --input-shape: a request at [1, T, 8], at [T, 8] (one batch) or
+    named by its signature input 'args_0' runs at T == LiteRT (a dynamic server keyed its input by the signature
+    name and answered 400 "does not match input ... [1, 1, 8]"; named inputs took tensor names only)."""
+    from edge_sdk.tools.serve import Server
+    from tests.test_serve import request
+
+    content = torch_form_model()
+    x = np.random.default_rng(9).standard_normal((1, 6, 8)).astype(np.float32)
+    with Server(content, port=0) as srv:
+        for length in (6, 2):
+            want = litert(content, [x[:, :length]])[0]
+            for body in (x[:, :length].tolist(), x[0, :length].tolist(), {"args_0": x[:, :length].tolist()},
+                         {"serving_default_args_0:0": x[:, :length].tolist()}):
+                status, doc, _ = request(srv, "POST", "/predict", {"inputs": body})
+                assert status == 200, doc
+                np.testing.assert_allclose(np.asarray(doc["outputs"][0], np.float32), want, rtol=1e-5, atol=1e-5)
+        status, doc, _ = request(srv, "POST", "/predict", {"inputs": {"x": x.tolist()}})
+        assert status == 400 and "'args_0'" in doc["error"], doc
 
 
 # ------------------------------------------------------------------------------------- point 5: arena_size

@@ -52,6 +52,14 @@ def _input_names(model) -> list[tuple[int, str, set[str]]]:
     return out
 
 
+def signature_names(model) -> dict[str, str]:
+    """{tensor name: SignatureDef name} of the subgraph-0 inputs whose signature name differs (ai-edge-torch's
+    'serving_default_args_0:0' -> 'args_0'): the names a request may use beside the tensor's."""
+    sg = model.subgraphs[0] if model.subgraphs else None
+    return {} if sg is None else {sg.tensors[t].name: shown for t, shown, _ in _input_names(model)
+                                  if shown != sg.tensors[t].name}
+
+
 def _signature(tensor) -> tuple[int, ...]:
     return tuple(tensor.shape_signature) if tensor.shape_signature is not None else tuple(tensor.shape)
 
@@ -213,7 +221,7 @@ def shaped_model_path(path, input_shapes=None, flag: str = FLAG) -> Path:
 
 
 __all__ = ["FLAG", "INDEX_RANGE", "batch_placeholder_note", "dynamic_inputs", "random_input", "require_static_inputs",
-           "shaped_model", "shaped_model_path", "with_batch_axis"]
+           "shaped_model", "shaped_model_path", "signature_names", "with_batch_axis"]
 
 
 # Random int32 / int64 / uint32 inputs are token ids, positions, indices (a GATHER of an embedding table refuses

@@ -73,7 +73,7 @@ from typing_extensions import Self
 from edge_sdk import log
 from edge_sdk import timeouts as T
 from edge_sdk.errors import EdgeError, ModelError, UsageError
-from edge_sdk.model.input_shapes import with_batch_axis
+from edge_sdk.model.input_shapes import signature_names, with_batch_axis
 
 LATENCY_WINDOW = 4096
 WAV_TYPES = ("audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave")  # a WAV body (Server.parse_wav)
@@ -237,6 +237,8 @@ class Server:
         # `--input-shape`: served at these input shapes. Without it, an input with a -1 beyond its batch axis makes
         # a dynamic server: each request runs at its own shape (an interpreter resized to it; _shaped_interpreter)
         self.dynamic = {} if input_shapes is not None else _sized_per_request(read_model(self.content), max_batch)
+        # an input's SignatureDef name (what dynamic_inputs names it by, what an ai-edge-torch user knows) by tensor name
+        self.signature_names = signature_names(read_model(self.content))
         if not self.dynamic:
             self.content = shaped_model(self.content, input_shapes)
         self.input_shapes = input_shapes  # said when a request's shape is not the one the server was given
@@ -679,7 +681,7 @@ class Server:
         """The shape a request's array for input ``d`` runs at: the input's, or on a dynamic server the array's
         own where the input's shape signature has -1 (with a leading batch axis of 1 added when it is missing);
         an array that fits no such shape is a 400 naming the signature."""
-        if d["name"] not in self.dynamic:
+        if d["name"] not in self.dynamic and self.signature_names.get(d["name"]) not in self.dynamic:
             return tuple(int(v) for v in d["shape"])
         sig = tuple(int(v) for v in d["shape_signature"])
         shape = with_batch_axis(given, sig)
@@ -724,9 +726,15 @@ class Server:
         inputs = doc["inputs"]
         if isinstance(inputs, dict):
             names = [d["name"] for d in self.inputs]
-            if sorted(inputs) != sorted(names):
-                raise _Reject(400, f"inputs must name exactly the model inputs {names}, got {sorted(inputs)}")
-            return [self._sample(inputs[d["name"]], d, raw, f"input '{d['name']}'") for d in self.request_inputs], opts
+            # each input by its tensor name or its SignatureDef name ('args_0')
+            keys = {d["name"]: d["name"] if d["name"] in inputs else self.signature_names.get(d["name"], d["name"])
+                    for d in self.inputs}
+            if sorted(inputs) != sorted(keys.values()):
+                also = [self.signature_names[n] for n in names if n in self.signature_names]
+                said = f" (or by signature name {also})" if also else ""
+                raise _Reject(400, f"inputs must name exactly the model inputs {names}{said}, got {sorted(inputs)}")
+            return [self._sample(inputs[keys[d["name"]]], d, raw, f"input '{d['name']}'")
+                    for d in self.request_inputs], opts
         if len(self.inputs) != 1:
             raise _Reject(400, f"the model has {len(self.inputs)} inputs: give 'inputs' as an object by input name")
         return [self._sample(inputs, self.request_inputs[0], raw, "inputs")], opts
