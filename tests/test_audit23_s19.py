@@ -7,7 +7,7 @@ Where a number is involved it is checked against LiteRT's reference kernels at t
 
 The table (point | command | expected, as LiteRT / TFLM users expect | got before this session -> now):
 
-2 | run IF / WHILE / IF-in-WHILE / CALL_ONCE, both backends | LiteRT's outputs | ok (test_2_run_control_flow_equals_litert)
+2 | run IF / WHILE / IF-in-WHILE / CALL_ONCE, both backends | LiteRT's outputs | ok (test_2_run_control_flow_...)
 2 | check (Pi, F746), inspect | runs; every subgraph's ops | ok (test_2_check_and_inspect_see_the_subgraphs)
 2 | bench --json (host profile) | rows for nodes inside callees, with their caller | ok (test_2_bench_profiles_...)
 2 | profile on the QEMU board | rows inside the composite; validated | ok (test_2_3_profile_on_the_board_...)
@@ -170,7 +170,8 @@ def time_loop_model(channels: int = 4) -> bytes:
     body.op("ADD", [bi, body.constant("one", np.array(1, np.int32))], [i], fused_activation_function="NONE")
     body.output(i, acc, bx, bT)
     outs = [g.tensor("i_out", (), "INT32"), g.tensor("acc_out", (1, channels), "FLOAT32"),
-            _signature(g, g.tensor("x_out", (1, 1, channels), "FLOAT32"), (1, -1, channels)), g.tensor("T_out", (), "INT32")]
+            _signature(g, g.tensor("x_out", (1, 1, channels), "FLOAT32"), (1, -1, channels)),
+            g.tensor("T_out", (), "INT32")]
     g.op("WHILE", [g.constant("i0", np.array(0, np.int32)), g.constant("acc0", np.zeros((1, channels), np.float32)),
                    x, length], outs, cond_subgraph_index=cond.index, body_subgraph_index=body.index)
     g.output(outs[1])

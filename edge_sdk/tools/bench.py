@@ -145,11 +145,11 @@ def read_input_file(path, model, name: str, sample_rate: int | None = None) -> l
 
 def wav_arrays(path, model, name: str, sample_rate: int | None = None) -> list[tuple[None, "object"]]:
     """[(None, samples)] of a WAV for a model whose one input is raw samples ([-1], [-1, -1], [1, -1], [-1, 1] read
-    by AudioSpectrogram, or such a shape fixed: [N], [1, N], [N, 1]): of any length, the file's length at the model's rate (pipeline.raw_audio_shapes,
-    `edge run`'s rule: the rate from ``sample_rate`` or the manifest, else a UsageError asking for it; a file at
-    another rate refused); of a fixed length N (a model copy already shaped), the file's first N samples, zeros
-    after its end. float32 in [-1, 1) (int16 / 32768; quantized when fed), int16 for an int16 input. Another
-    model: a UsageError naming the file and the input."""
+    by AudioSpectrogram, or such a shape fixed: [N], [1, N], [N, 1]): of any length, the file's length at the
+    model's rate (pipeline.raw_audio_shapes, `edge run`'s rule: the rate from ``sample_rate`` or the manifest, else
+    a UsageError asking for it; a file at another rate refused); of a fixed length N (a model copy already
+    shaped), the file's first N samples, zeros after its end. float32 in [-1, 1) (int16 / 32768; quantized when
+    fed), int16 for an int16 input. Another model: a UsageError naming the file and the input."""
     import numpy as np
 
     from edge_sdk.model.types import numpy_dtype
@@ -161,7 +161,8 @@ def wav_arrays(path, model, name: str, sample_rate: int | None = None) -> list[t
                                  else tensor.shape if tensor is not None else ()))
     # the samples' axis: the last, or axis 0 of AudioSpectrogram's [samples, 1 channel] ([-1, 1], [N, 1])
     axis = 0 if len(sig) == 2 and sig[1] == 1 and sig[0] != 1 and samples_by_channel(model) else -1
-    if tensor is None or not (len(sig) == 1 or axis == 0 or (len(sig) == 2 and (sig[0] == 1 or sig[0] == sig[1] == -1))):
+    if tensor is None or not (len(sig) == 1 or axis == 0
+                              or (len(sig) == 2 and (sig[0] == 1 or sig[0] == sig[1] == -1))):
         said = (f"input '{tensor.name}' [{','.join(map(str, sig))}]" if tensor is not None
                 else f"{len(sg.inputs)} inputs")
         raise UsageError(f"{path}: a WAV, but {name} takes no raw audio samples ({said}; a WAV feeds [N], [1, N], "

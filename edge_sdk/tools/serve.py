@@ -237,7 +237,7 @@ class Server:
         # `--input-shape`: served at these input shapes. Without it, an input with a -1 beyond its batch axis makes
         # a dynamic server: each request runs at its own shape (an interpreter resized to it; _shaped_interpreter)
         self.dynamic = {} if input_shapes is not None else _sized_per_request(read_model(self.content), max_batch)
-        # an input's SignatureDef name (what dynamic_inputs names it by, what an ai-edge-torch user knows) by tensor name
+        # each input's SignatureDef name by tensor name: dynamic_inputs names it so, and ai-edge-torch users know it
         self.signature_names = signature_names(read_model(self.content))
         if not self.dynamic:
             self.content = shaped_model(self.content, input_shapes)
