@@ -15,8 +15,8 @@ The table (point | command | expected, as LiteRT / TFLM users expect | got befor
   | | | said "(--backend python runs it)", false -> it names the Python refusal (run_backend.python_refusal)
 2 | Interpreter(max_while_iterations=N), both backends | ModelError naming WHILE past N; LiteRT's result within |
   | | | ok (test_2_while_bound)
-3 | bench / check / flash / profile / export / deploy, -1 and no --input-shape | one line: input (its signature
-  | | name), signature, flag; exit 2; nothing written | ok (test_3_a_minus_one_without_a_shape_is_one_line)
+3 | run (an image) / bench / check / flash / profile / export / deploy, -1 and no --input-shape | one line: input
+  | | (its signature name), signature, flag; exit 2; nothing written | ok (test_3_a_minus_one_without_a_shape_...)
 3 | run / bench / check / export with --input-shape (log-mel, torch form) | LiteRT at that shape | torch form:
   | | | refused by every command ("shapes must be static across subgraph calls": the composite's decomposition
   | | | was prepared at its placeholder) -> runs (control_flow.prepare_stablehlo_composite at the node's shapes)
@@ -350,7 +350,7 @@ def test_2_while_bound(backend):
 
 
 # ------------------------------------------------------------------------------------- point 3: dynamic shapes
-NO_SHAPE = [("bench",), ("check", "--target", "raspberry-pi-4"), ("check", "--target", "stm32f746-disco"),
+NO_SHAPE = [("run", "picture.png"), ("bench",), ("check", "--target", "raspberry-pi-4"), ("check", "--target", "stm32f746-disco"),
             ("flash", "--target", "qemu-mps2-an386"), ("profile", "--target", "qemu-mps2-an386"),
             ("export", "--target", "stm32f746-disco", "--format", "cmake", "--out", "exported"),
             ("deploy", "--host", "pi@127.0.0.1")]
@@ -365,8 +365,11 @@ NO_SHAPE = [("bench",), ("check", "--target", "raspberry-pi-4"), ("check", "--ta
 def test_3_a_minus_one_without_a_shape_is_one_line(tmp_path, capsys, argv, form, said):
     """No --input-shape for a -1 beyond the batch axis: exit 2 before anything is built, one line naming the input
     (its SignatureDef name when it has one), its signature and the flag; never a kernel error at [1, 1]."""
+    from PIL import Image
+
     model = tmp_path / "m.tflite"
     model.write_bytes(logmel_model() if form == "logmel" else torch_form_model())
+    Image.new("RGB", (8, 8)).save(tmp_path / "picture.png")  # `edge run`'s INPUT: a file that gives no shape
     code, out, err = edge(capsys, argv[0], model, *argv[1:])
     assert code == 2 and err.strip().endswith(said) and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "exported").exists()
