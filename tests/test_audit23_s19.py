@@ -20,7 +20,8 @@ The table (point | command | expected, as LiteRT / TFLM users expect | got befor
 3 | run / bench / check / export with --input-shape (log-mel, torch form) | LiteRT at that shape | torch form:
   | | | refused by every command ("shapes must be static across subgraph calls": the composite's decomposition
   | | | was prepared at its placeholder) -> runs (control_flow.prepare_stablehlo_composite at the node's shapes)
-3 | dynamic IF, time loop, expand / where: run both backends, check F746 | LiteRT; runs | ok (test_2_3_dynamic_...)
+3 | dynamic IF, time loop, expand / where, one decomposition at two lengths: run both backends, check F746 |
+  | | LiteRT; runs | ok (test_2_3_dynamic_control_flow_and_shape_ops)
 3 | resize_tensor_input, SignatureRunner at another shape, both backends | LiteRT | C SignatureRunner raised
   | | | ValueError at another shape -> resizes as LiteRT's (c_interpreter.CSignatureRunner)
 3 | serve [-1, -1] per request | LiteRT at each length | ok (test_3_serve_runs_each_request_at_its_shape)
@@ -202,9 +203,38 @@ def expand_model(channels: int = 4) -> bytes:
     return write_model(g.build())
 
 
+def shared_composite_model(channels: int = 8) -> bytes:
+    """Two odml.scaled composites calling one decomposition at two lengths: x [1, T, C] and CONCATENATION(x, y)
+    [1, 2T, C] (each call site gets a copy prepared at its shapes, as LiteRT re-prepares a callee per call);
+    SUM over time -> [1, C]."""
+    g = GraphBuilder()
+
+    def seq(b, name, given=False):
+        t = (b.input if given else b.tensor)(name, (1, 1, channels), "FLOAT32")
+        return _signature(b, t, (1, -1, channels))
+
+    dec = g.subgraph("odml.scaled")
+    dx, dy = seq(dec, "x", True), seq(dec, "y")
+    dec.op("MUL", [dx, dec.constant("scale", np.linspace(0.5, 2, channels, dtype=np.float32))], [dy],
+           fused_activation_function="NONE")
+    dec.output(dy)
+    x, y, both, z = seq(g, "x", True), seq(g, "y"), seq(g, "both"), seq(g, "z")
+    composite = {"name": "odml.scaled", "decomposition_subgraph_index": dec.index, "version": 1,
+                 "composite_attributes": flex_options({}), "composite_attributes_format": "FLEXBUFFERS"}
+    g.op("STABLEHLO_COMPOSITE", [x], [y], **composite)
+    g.op("CONCATENATION", [x, y], [both], axis=1)
+    g.op("STABLEHLO_COMPOSITE", [both], [z], **composite)
+    total = g.tensor("total", (1, channels), "FLOAT32")
+    g.op("SUM", [z, g.constant("time", np.array([1], np.int32))], [total], keep_dims=False)
+    g.output(total)
+    return write_model(g.build())
+
+
 DYNAMIC_FORMS = {  # name: (model, feeds as {input: array}, --input-shape for them)
     "if": (dynamic_if_model, {"cond": np.array([False]), "x": np.arange(6, dtype=np.float32)[None]}, "x:1,6"),
     "time_loop": (time_loop_model, {"x": np.arange(20, dtype=np.float32).reshape(1, 5, 4) / 10}, "x:1,5,4"),
+    "shared_composite": (shared_composite_model, {"x": np.linspace(-1, 1, 24, dtype=np.float32).reshape(1, 3, 8)},
+                         "x:1,3,8"),
     "expand": (expand_model, {"x": np.linspace(-3, 3, 24, dtype=np.float32).reshape(1, 6, 4)}, "x:1,6,4"),
 }
 
