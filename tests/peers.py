@@ -47,6 +47,9 @@ def _litert(model: bytes, inputs: list[np.ndarray], reference: bool = True, invo
     if reference:
         kwargs["experimental_op_resolver_type"] = OpResolverType.BUILTIN_REF
     interp = Interpreter(model_content=bytes(model), **kwargs)
+    for d, x in zip(interp.get_input_details(), inputs):
+        if tuple(np.shape(x)) != tuple(d["shape"]):  # an input of another size (a -1 in its signature): resized to it
+            interp.resize_tensor_input(d["index"], list(np.shape(x)))
     interp.allocate_tensors()
     outputs = []
     for _ in range(invocations):
@@ -93,7 +96,8 @@ def run_tflm(model: bytes, inputs: list[np.ndarray], isolate: bool = False, invo
 
 
 def run_litert(model: bytes, inputs: list[np.ndarray], reference: bool = True, isolate: bool = False, invocations: int = 1):
-    """Outputs of LiteRT (its reference kernels by default, else the optimized ones with XNNPACK)."""
+    """Outputs of LiteRT (its reference kernels by default, else the optimized ones with XNNPACK), each input
+    resized to its array's shape where that differs (as a LiteRT user feeds a dynamic input)."""
     kwargs = {"reference": reference, "invocations": invocations}
     return _isolated("litert", model, inputs, kwargs) if isolate else _litert(model, inputs, **kwargs)
 

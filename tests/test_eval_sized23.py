@@ -89,3 +89,51 @@ def test_a_c_target_and_a_static_model_say_none(tmp_path):
     assert check_model(static, "raspberry-pi-4").to_dict()["eval_sized_max_bytes"] == 0
     report = run_benchmark(static, runs=1, warmup=0, profile_runs=1, backend="python")
     assert report["eval_sized"] == [] and "outside the arena" not in format_bench(report)
+
+
+def where_broadcast_gather_model(shape: tuple[int, int], table_rows: int, width: int) -> bytes:
+    """mask [H, W] -> WHERE -> CAST int32 coords [n, 2] -> ADD [1] (a broadcast, two inputs) and GATHER of a
+    constant table [rows, width] at the coords (axis 0) -> [n, 2, width]: both readers prepared at eval."""
+    g = GraphBuilder()
+    mask = g.input("mask", shape, "BOOL")
+    coords = g.tensor("coords", (0, 2), "INT64")
+    g.op("WHERE", [mask], [coords])
+    small = g.tensor("coords32", (0, 2), "INT32")
+    g.op("CAST", [coords], [small], in_data_type="INT64", out_data_type="INT32")
+    shifted = g.tensor("shifted", (0, 2), "INT32")
+    g.op("ADD", [small, g.constant("one", np.array([1], np.int32))], [shifted])
+    table = g.constant("table", np.arange(table_rows * width, dtype=np.float32).reshape(table_rows, width))
+    picked = g.tensor("picked", (0, 2, width), "FLOAT32")
+    g.op("GATHER", [table, small], [picked], axis=0)
+    g.output(shifted)
+    g.output(picked)
+    return write_model(g.build())
+
+
+@pytest.mark.parametrize("shape,width", [((3, 5), 4), ((4, 2), 3)])
+def test_bounds_after_a_broadcast_and_a_gather(tmp_path, shape, width):
+    """The bound check gives an ADD of a bounded tensor and a constant, and a GATHER at bounded positions, is the
+    bytes LiteRT holds when the mask is all true (every coordinate: the most there can be); a sparser mask below it."""
+    model = where_broadcast_gather_model(shape, max(shape), width)
+    bound = {r["name"]: r["max_bytes"] for r in check_model(model, "raspberry-pi-4").to_dict()["eval_sized"]}
+    n = int(np.prod(shape))
+    assert bound == {"coords": n * 2 * 8, "coords32": n * 2 * 4, "shifted": n * 2 * 4, "picked": n * 2 * width * 4}
+    for density in (1.0, 0.4):
+        x = np.random.default_rng(n).random(shape) < density
+        theirs = litert_output_bytes(model, x, list(bound))
+        assert all(theirs[name] <= bound[name] for name in bound)
+        assert (theirs == bound) == (density == 1.0)
+        np.save(tmp_path / "mask.npy", x)
+        report = run_benchmark(model, runs=1, warmup=0, profile_runs=1, backend="python", inputs=tmp_path / "mask.npy")
+        assert {r["name"]: r["bytes"] for r in report["eval_sized"]} == theirs
+
+
+def test_no_bound_from_an_unbounded_input():
+    """A two-input op reading a growing loop's output (no bound) keeps "no bound known"."""
+    g, y = doubling_while(3)
+    z = g.tensor("z", (1, 3), "FLOAT32")
+    g.op("ADD", [y, g.constant("half", np.array([0.5], np.float32))], [z])
+    g.output(z)
+    result = check_model(write_model(g.build()), "raspberry-pi-4")
+    assert [r["max_bytes"] for r in result.to_dict()["eval_sized"]] == [None, None]
+    assert "no bound known" in format_check(result)

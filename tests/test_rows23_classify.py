@@ -73,6 +73,29 @@ def test_run_classifies_each_row(tmp_path, capsys, channels, classes, rows):
     assert f"{x_path} row {rows - 1}:" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("backend", ["python", "c"])
+def test_run_and_bench_take_a_single_row_as_one_row(tmp_path, capsys, backend):
+    """A [C] .npy for a [-1, C] input: one row, as `edge serve` takes a [C] request (edge_sdk.model.input_shapes
+    .with_batch_axis, one rule for the three); `edge run`'s scores == LiteRT's resized to [1, C]."""
+    if backend == "c":
+        from tests.conftest import require_c_runtime
+
+        require_c_runtime()
+    content, labels = rows_classifier(5, 4, seed=7)
+    model, x_path = tmp_path / "rows.tflite", tmp_path / "x.npy"
+    model.write_bytes(content)
+    x = np.random.default_rng(7).standard_normal(5).astype(np.float32)
+    np.save(x_path, x)
+    assert cli.main(["run", str(model), str(x_path), "--backend", backend, "--top-k", "3", "--json"]) == 0
+    (doc,) = json.loads(capsys.readouterr().out)
+    assert doc["runtime"] == backend and "row" not in doc
+    assert_rows_match([doc["predictions"]], litert_probabilities(content, x[None]), labels, 3)
+    assert cli.main(["bench", str(model), "--inputs", str(x_path), "--backend", backend, "--runs", "2",
+                     "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [i["shape"] for i in report["input_shapes"]] == [[1, 5]], report["input_shapes"]
+
+
 def test_run_names_the_users_file_not_the_shaped_copy(tmp_path, capsys):
     content, _ = rows_classifier(4, 3, seed=1)
     model, x_path, labels = tmp_path / "mine.tflite", tmp_path / "x.npy", tmp_path / "two.txt"

@@ -52,6 +52,14 @@ def _input_names(model) -> list[tuple[int, str, set[str]]]:
     return out
 
 
+def signature_names(model) -> dict[str, str]:
+    """{tensor name: SignatureDef name} of the subgraph-0 inputs whose signature name differs (ai-edge-torch's
+    'serving_default_args_0:0' -> 'args_0'): the names a request may use beside the tensor's."""
+    sg = model.subgraphs[0] if model.subgraphs else None
+    return {} if sg is None else {sg.tensors[t].name: shown for t, shown, _ in _input_names(model)
+                                  if shown != sg.tensors[t].name}
+
+
 def _signature(tensor) -> tuple[int, ...]:
     return tuple(tensor.shape_signature) if tensor.shape_signature is not None else tuple(tensor.shape)
 
@@ -85,6 +93,16 @@ def batch_placeholder_note(model, given=None) -> str:
             notes.append(f"input '{shown}' {_dims(sig)} ran at its stored {_dims(sg.tensors[t].shape)}, its leading "
                          f"-1 taken as a batch; if it is none, give its size: {FLAG} {example}")
     return f" ({'; '.join(notes)})" if notes else ""
+
+
+def with_batch_axis(dims, want) -> tuple[int, ...]:
+    """An array's ``dims`` as the shape it runs at for an input of shape ``want`` (its signature, or the shape
+    --input-shape gives): with a leading axis of one added when the array lacks exactly that axis and the input's
+    leading size is 1 or -1 (a [C] row for a [-1, C] classifier runs as one row, as LiteRT resized to [1, C]
+    would); ``dims`` unchanged otherwise. The one rule of `edge run`, `bench` and `serve` for an array one axis
+    short."""
+    dims, want = tuple(int(d) for d in dims), tuple(int(d) for d in want)
+    return (1,) + dims if len(dims) == len(want) - 1 and want[0] in (1, -1) else dims
 
 
 def _example(name: str, sig) -> str:
@@ -203,7 +221,7 @@ def shaped_model_path(path, input_shapes=None, flag: str = FLAG) -> Path:
 
 
 __all__ = ["FLAG", "INDEX_RANGE", "batch_placeholder_note", "dynamic_inputs", "random_input", "require_static_inputs",
-           "shaped_model", "shaped_model_path"]
+           "shaped_model", "shaped_model_path", "signature_names", "with_batch_axis"]
 
 
 # Random int32 / int64 / uint32 inputs are token ids, positions, indices (a GATHER of an embedding table refuses

@@ -1049,7 +1049,8 @@ class CSignatureRunner:
     """One SignatureDef on the C runtime: ``runner(name=array, ...) -> {output name: array}`` (copies), like
     edge_sdk.runtime.interpreter.SignatureRunner. The subgraph and the tensors are resolved by the C runtime
     (edge_signature_find / edge_signature_tensor) and run with edge_invoke_at; inputs are written before every
-    call (the plan may reuse their bytes)."""
+    call (the plan may reuse their bytes); an input given at another shape is resized to it first
+    (CInterpreter.resize_tensor_input: re-prepared, re-planned), as LiteRT's SignatureRunner does."""
 
     def __init__(self, interp: CInterpreter, signature_key: str):
         lib, handle = interp._lib, interp._interp
@@ -1078,10 +1079,16 @@ class CSignatureRunner:
         if len(kwargs) != len(self._inputs):
             raise ValueError("Invalid number of inputs provided for running a SignatureDef, "
                              f"expected {len(self._inputs)} vs provided {len(kwargs)}")
-        views = {}
-        for name, value in kwargs.items():
+        for name, value in kwargs.items():  # each input resized to its value's shape, as LiteRT's SignatureRunner
             if name not in self._inputs:
                 raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
+            shape = tuple(np.shape(value))
+            if interp._ready and shape != tuple(interp._view(self._inputs[name], self.subgraph).shape):
+                interp.resize_tensor_input(self._inputs[name], shape, subgraph_index=self.subgraph)
+        if not interp._ready:
+            interp.allocate_tensors()  # re-prepared and re-planned at the new shapes
+        views = {}
+        for name, value in kwargs.items():
             view = interp._view(self._inputs[name], self.subgraph)
             value = np.asarray(value)
             if (self.subgraph, self._inputs[name]) in interp._uint8 and value.dtype == np.uint8:

@@ -735,8 +735,8 @@ class Interpreter:
         declared = [tuple(out.shape) for out in node.outputs]
         for out in node.outputs:
             out.shape, out.sized_at_eval = (0,) * len(out.shape), True  # placeholders: the shapes prepare at eval sets
-        if k == 0 and op_table.row(node.op).family in SAME_ELEMENTS and len(node.outputs) == 1:
-            node.outputs[0].max_elements = info.max_elements  # output 0 has input 0's elements: its bound too
+        if len(node.outputs) == 1:
+            node.outputs[0].max_elements = eval_sized_bound_elements(node)
         return PreparedAtEval(node, prepare, declared, self._budget)
 
     def _make_views(self, p: _Prepared, held: set = frozenset()) -> None:
@@ -1312,6 +1312,42 @@ def _sparsity_details(sp) -> dict:
 # op-table families whose output 0 holds as many elements as input 0 (op_table.OpRow.family): a node of one reading
 # a tensor sized at eval with a known bound (TensorInfo.max_elements) has that bound too
 SAME_ELEMENTS = ("unary", "last_axis", "reshape")
+
+
+def _elements_at_most(info) -> int | None:
+    """The most elements input ``info`` of a node prepared at eval holds: its bound when sized at eval (None: none
+    known), else its static size."""
+    return info.max_elements if info.sized_at_eval else info.size
+
+
+def eval_sized_bound_elements(node: Node) -> int | None:
+    """The most elements output 0 of ``node`` (prepared at eval: an input sized at eval) can hold, where it follows
+    from its inputs' bounds (None otherwise: "no bound known"). Family "unary" / "last_axis" / "reshape": input 0's.
+    "binary" (ADD, MUL, comparisons, SELECT_V2): a broadcast of shapes of at most A and B elements has at most A x B
+    ([n, 1] + [1, m] -> [n, m]; a tensor read twice counts once). GATHER: output = params.shape[:axis] +
+    indices.shape[batch_dims:] + params.shape[axis + 1:], so static params [.., N, ..] and indices of at most I
+    elements give at most I x params.size / (N x the batch dims' elements); params sized at eval, at most P x I."""
+    row = op_table.row(node.op)
+    present = [info for info in node.inputs if info is not None]
+    if not present:
+        return None
+    if row.family in SAME_ELEMENTS:
+        return _elements_at_most(present[0]) if node.inputs[0] is not None else None
+    if row.family == "binary" or node.op == "GATHER":
+        distinct = {info.index: info for info in present}.values()
+        bounds = [_elements_at_most(info) for info in distinct]
+        if None in bounds:
+            return None
+        if node.op == "GATHER" and len(present) == 2 and not present[0].sized_at_eval:
+            params, positions = present
+            rank = len(params.shape)
+            axis = int(node.options.get("axis", 0)) % max(rank, 1)
+            batch_dims = int(node.options.get("batch_dims", 0)) % max(len(positions.shape), 1)
+            per_position = params.size // max(1, int(np.prod(params.shape[:batch_dims], dtype=np.int64))
+                                              * params.shape[axis]) if rank else 0
+            return bounds[1] * per_position
+        return int(np.prod(bounds, dtype=np.int64))
+    return None
 
 
 def eval_sized_rows(nodes: list[list[Node]], views: list[list] | None = None) -> list[dict]:

@@ -954,21 +954,33 @@ def read_wav(path) -> tuple[np.ndarray, int]:
     return a, rate
 
 
+def samples_by_channel(model) -> bool:
+    """True when the model's one input is read by AudioSpectrogram, whose input is [samples, channels]: a [-1, 1]
+    there is one channel of samples of any length, not a batch (a WAV sizes its axis 0)."""
+    sg = model.subgraphs[0]
+    return len(sg.inputs) == 1 and any(model.op_name(op) == "AudioSpectrogram" and list(op.inputs[:1]) == [sg.inputs[0]]
+                                       for op in sg.operators)
+
+
 def raw_audio_shapes(model, wavs: list[str], sample_rate: int | None = None, name: str = "the model"):
     """The input shape each WAV gives a model whose one input is raw samples of any length (signature [-1],
-    [-1, -1] or [1, -1]): {input name: (1, samples) or (samples,)} per file, the length taken from the file at
+    [-1, -1] or [1, -1]; [-1, 1] read by AudioSpectrogram, samples x one channel): {input name: (1, samples),
+    (samples,) or (samples, 1)} per file, the length taken from the file at
     the model's rate (``sample_rate``, `--sample-rate`, else the manifest's "audio" entry; a file at another rate
     is refused by AudioClassifier, never resampled). None when the model is not such a model (its input shape
     is then asked for as usual). No rate known: a UsageError asking for --sample-rate. ``model``: a Model."""
     from edge_sdk.errors import UsageError
-    from edge_sdk.model.input_shapes import dynamic_inputs
+    from edge_sdk.model.input_shapes import dynamic_inputs, judged_shapes
     from edge_sdk.model.manifest import read_manifest
 
-    dynamic = dynamic_inputs(model)
-    if len(model.subgraphs[0].inputs) != 1 or len(dynamic) != 1:
+    if len(model.subgraphs[0].inputs) != 1:
+        return None
+    dynamic = dynamic_inputs(model) or [(i["name"], tuple(i["signature"]), None) for i in judged_shapes(model)
+                                        if samples_by_channel(model) and tuple(i["signature"]) == (-1, 1)]
+    if len(dynamic) != 1:
         return None
     shown, sig, _ = dynamic[0]
-    if not (sig == (-1,) or (len(sig) == 2 and sig[0] in (-1, 1) and sig[1] == -1)):
+    if not (sig in ((-1,), (-1, 1)) or (len(sig) == 2 and sig[0] in (-1, 1) and sig[1] == -1)):
         return None
     audio = (read_manifest(model) or {}).get("audio") or {}
     rate = sample_rate or audio.get("sample_rate")
@@ -985,7 +997,7 @@ def raw_audio_shapes(model, wavs: list[str], sample_rate: int | None = None, nam
         n = int(audio.get("frame_length") or samples.size)  # a manifest window: the model's own length
         if n < 1:
             raise DataError(f"{wav}: no samples; {said}")
-        shapes.append({shown: (n,) if len(sig) == 1 else (1, n)})
+        shapes.append({shown: (n,) if len(sig) == 1 else (n, 1) if sig == (-1, 1) else (1, n)})
     return shapes
 
 

@@ -144,35 +144,38 @@ def read_input_file(path, model, name: str, sample_rate: int | None = None) -> l
 
 
 def wav_arrays(path, model, name: str, sample_rate: int | None = None) -> list[tuple[None, "object"]]:
-    """[(None, samples)] of a WAV for a model whose one input is raw samples ([-1], [-1, -1], [1, -1], or such a
-    shape fixed: [N], [1, N]): of any length, the file's length at the model's rate (pipeline.raw_audio_shapes,
-    `edge run`'s rule: the rate from ``sample_rate`` or the manifest, else a UsageError asking for it; a file at
-    another rate refused); of a fixed length N (a model copy already shaped), the file's first N samples, zeros
-    after its end. float32 in [-1, 1) (int16 / 32768; quantized when fed), int16 for an int16 input. Another
-    model: a UsageError naming the file and the input."""
+    """[(None, samples)] of a WAV for a model whose one input is raw samples ([-1], [-1, -1], [1, -1], [-1, 1] read
+    by AudioSpectrogram, or such a shape fixed: [N], [1, N], [N, 1]): of any length, the file's length at the
+    model's rate (pipeline.raw_audio_shapes, `edge run`'s rule: the rate from ``sample_rate`` or the manifest, else
+    a UsageError asking for it; a file at another rate refused); of a fixed length N (a model copy already
+    shaped), the file's first N samples, zeros after its end. float32 in [-1, 1) (int16 / 32768; quantized when
+    fed), int16 for an int16 input. Another model: a UsageError naming the file and the input."""
     import numpy as np
 
     from edge_sdk.model.types import numpy_dtype
-    from edge_sdk.tasks.pipeline import raw_audio_shapes, read_wav
+    from edge_sdk.tasks.pipeline import raw_audio_shapes, read_wav, samples_by_channel
 
     sg = model.subgraphs[0]
     tensor = sg.tensors[sg.inputs[0]] if len(sg.inputs) == 1 else None
     sig = tuple(int(d) for d in (tensor.shape_signature if tensor is not None and tensor.shape_signature is not None
                                  else tensor.shape if tensor is not None else ()))
-    if tensor is None or not (len(sig) == 1 or (len(sig) == 2 and (sig[0] == 1 or sig[0] == sig[1] == -1))):
+    # the samples' axis: the last, or axis 0 of AudioSpectrogram's [samples, 1 channel] ([-1, 1], [N, 1])
+    axis = 0 if len(sig) == 2 and sig[1] == 1 and sig[0] != 1 and samples_by_channel(model) else -1
+    if tensor is None or not (len(sig) == 1 or axis == 0
+                              or (len(sig) == 2 and (sig[0] == 1 or sig[0] == sig[1] == -1))):
         said = (f"input '{tensor.name}' [{','.join(map(str, sig))}]" if tensor is not None
                 else f"{len(sg.inputs)} inputs")
-        raise UsageError(f"{path}: a WAV, but {name} takes no raw audio samples ({said}; a WAV feeds [N], [1, N] "
-                         "or a -1 length): give its input as a .npy / .npz")
+        raise UsageError(f"{path}: a WAV, but {name} takes no raw audio samples ({said}; a WAV feeds [N], [1, N], "
+                         "an AudioSpectrogram's [N, 1] or a -1 length): give its input as a .npy / .npz")
     try:  # read first: raw_audio_shapes reads it again, known readable
         samples, _ = read_wav(path)
     except (RuntimeError, ValueError, EOFError) as exc:  # the wave module's own, on a broken header
         why = f"{type(exc).__name__} {exc}".strip()
         raise DataError(f"{path}: cannot read the WAV file (a broken header: {why}); only 16-bit PCM WAV is "
                         "supported") from None
-    shapes = raw_audio_shapes(model, [str(path)], sample_rate, name) if sig[-1] < 0 else None
+    shapes = raw_audio_shapes(model, [str(path)], sample_rate, name) if sig[axis] < 0 else None
     shape = next(iter(shapes[0].values())) if shapes else sig
-    n = int(shape[-1])
+    n = int(shape[axis])
     clip = np.zeros(n, np.int16)
     clip[:min(n, samples.size)] = samples[:n]
     x = clip if numpy_dtype(tensor.type) == np.int16 and tensor.quantization is None else clip / np.float32(32768.0)
@@ -186,6 +189,8 @@ def input_shapes_from(path, model, arrays, given=None):
     one that cannot be its input (rank, a fixed size, a size --input-shape gives) is a UsageError naming the
     file, the array and the input."""
     import numpy as np
+
+    from edge_sdk.model.input_shapes import with_batch_axis
 
     sg = model.subgraphs[0]
     sig_names = {}
@@ -201,9 +206,7 @@ def input_shapes_from(path, model, arrays, given=None):
         sig = tuple(int(d) for d in (tensor.shape_signature if tensor.shape_signature is not None else tensor.shape))
         named = [n for n in (tensor.name, shown) if n in out]
         want = tuple(int(d) for d in (given if bare else out[named[0]] if named else sig))
-        dims = tuple(int(d) for d in np.shape(x))
-        if len(dims) == len(want) - 1 and want[0] == 1:
-            dims = (1,) + dims  # a missing batch axis fixed at one, as `edge run` adds it (a -1 batch: no guess)
+        dims = with_batch_axis(np.shape(x), want)  # a [C] row of a [-1, C] input: one row, as `edge serve` takes it
         if len(dims) != len(want) or any(w >= 0 and w != d for w, d in zip(want, dims)) or 0 in dims:
             what = f"array '{key}'" if key is not None else "array"
             at = f" (--input-shape {','.join(str(d) for d in want)})" if bare or named else ""

@@ -73,7 +73,7 @@ def ops_table() -> str:
     """Every op the interpreter runs (sorted by name), with the C runtime's coverage."""
     from edge_sdk.runtime.op_table import ACCELERATOR_CUSTOM_OPS, OPS
 
-    from edge_sdk.runtime.op_table import C_TYPES
+    from edge_sdk.runtime.op_table import C_TYPES, c_refusal
 
     c = c_kernels()
     rows = []
@@ -85,6 +85,8 @@ def ops_table() -> str:
         kind = "custom" if row is not None and row.custom else "builtin"
         macs = "yes" if row is not None and row.macs else "-"
         c_types, c_input, c_constraints = C_TYPES.get(name, ((), -1, ""))
+        if cv is None and row is not None:  # why the C runtime has none (WHERE, UNIQUE: a data-sized output)
+            c_constraints = c_refusal(name, 1).split(": ", 1)[-1]
         py_types = _types(row.dtypes if row else (), c_input)
         legacy = "yes" if row is not None and row.uint8 else "-"  # the row's uint8 fact (runtime.uint8)
         rows.append((f"`{name}`", kind, py, py_types, in_c, _types(c_types, c_input), c_constraints or "-", macs,

@@ -145,6 +145,22 @@ def c_accepts(content: bytes, num_threads: int | None = None, memory: str = "lay
     return it, None
 
 
+def python_refusal(content: bytes, allocate: bool = True) -> str | None:
+    """Why the Python interpreter refuses ``content`` (its load or prepare: a cycle of subgraph calls, a malformed
+    model), or None when it takes it: the C runtime's refusal says "--backend python runs it" only when it does.
+    ``allocate`` False (shapes given per request): its load alone, as c_accepts judges the C runtime then."""
+    from edge_sdk.errors import EdgeError
+    from edge_sdk.runtime.interpreter import Interpreter
+
+    try:
+        it = Interpreter(model_content=content)
+        if allocate:
+            it.allocate_tensors()
+    except (EdgeError, ValueError) as exc:
+        return " ".join(str(exc).split())
+    return None
+
+
 def choose_runtime(content: bytes, requested: str = AUTO, num_threads: int | None = None,
                    memory: str = "layer", per_request_shapes: bool = False) -> RuntimeChoice:
     """The runtime for ``content`` (a .tflite's bytes) under ``requested`` (module docstring). Forcing "c" on a
@@ -165,7 +181,9 @@ def choose_runtime(content: bytes, requested: str = AUTO, num_threads: int | Non
         if requested == C:
             if why.startswith("C runtime not available"):
                 raise DeviceError(f"--backend c: {why}")
-            raise ModelError(f"--backend c: {why} (--backend python runs it)")
+            python_why = python_refusal(content, allocate=not per_request_shapes)
+            raise ModelError(f"--backend c: {why} " + ("(--backend python runs it)" if python_why is None else
+                                                       f"(the Python interpreter refuses it too: {python_why})"))
         return RuntimeChoice(PYTHON, why, requested)
     n = _node_count(it.model)
     what = f"C runtime runs all {n} node{'s' if n != 1 else ''}"
@@ -175,4 +193,4 @@ def choose_runtime(content: bytes, requested: str = AUTO, num_threads: int | Non
 
 
 __all__ = ["AUTO", "C", "CHOICES", "PYTHON", "RuntimeChoice", "c_accepts", "c_refusal", "choose_runtime", "nan_weights",
-           "refuse_nan_weights", "warn_nan_weights"]
+           "python_refusal", "refuse_nan_weights", "warn_nan_weights"]

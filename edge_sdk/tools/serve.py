@@ -73,6 +73,7 @@ from typing_extensions import Self
 from edge_sdk import log
 from edge_sdk import timeouts as T
 from edge_sdk.errors import EdgeError, ModelError, UsageError
+from edge_sdk.model.input_shapes import signature_names, with_batch_axis
 
 LATENCY_WINDOW = 4096
 WAV_TYPES = ("audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave")  # a WAV body (Server.parse_wav)
@@ -236,6 +237,8 @@ class Server:
         # `--input-shape`: served at these input shapes. Without it, an input with a -1 beyond its batch axis makes
         # a dynamic server: each request runs at its own shape (an interpreter resized to it; _shaped_interpreter)
         self.dynamic = {} if input_shapes is not None else _sized_per_request(read_model(self.content), max_batch)
+        # each input's SignatureDef name by tensor name: dynamic_inputs names it so, and ai-edge-torch users know it
+        self.signature_names = signature_names(read_model(self.content))
         if not self.dynamic:
             self.content = shaped_model(self.content, input_shapes)
         self.input_shapes = input_shapes  # said when a request's shape is not the one the server was given
@@ -244,6 +247,10 @@ class Server:
         # WAV requests: the rate the model takes (--sample-rate, else the manifest's), None: not known (a 400 says so)
         self.sample_rate = sample_rate or ((read_manifest(read_model(self.content)) or {}).get("audio") or {}).get(
             "sample_rate")
+        from edge_sdk.tasks.pipeline import samples_by_channel
+
+        # a WAV's samples go along axis 0 of AudioSpectrogram's [samples, 1 channel] input, else along the last
+        self.samples_axis = 0 if samples_by_channel(read_model(self.content)) else -1
         self.host, self.requested_port = host, int(port)
         self.max_wait_s = float(max_wait_ms) / 1000.0
         self.instances = int(instances)
@@ -674,10 +681,10 @@ class Server:
         """The shape a request's array for input ``d`` runs at: the input's, or on a dynamic server the array's
         own where the input's shape signature has -1 (with a leading batch axis of 1 added when it is missing);
         an array that fits no such shape is a 400 naming the signature."""
-        if d["name"] not in self.dynamic:
+        if d["name"] not in self.dynamic and self.signature_names.get(d["name"]) not in self.dynamic:
             return tuple(int(v) for v in d["shape"])
         sig = tuple(int(v) for v in d["shape_signature"])
-        shape = (1,) + given if len(given) == len(sig) - 1 and sig and sig[0] in (1, -1) else given
+        shape = with_batch_axis(given, sig)
         if len(shape) != len(sig) or 0 in shape or any(g not in (-1, n) for g, n in zip(sig, shape)):
             raise _Reject(400, f"{what}: shape {list(given)} does not fit input '{d['name']}' (shape signature "
                                f"{list(sig)}: any size where it says -1)")
@@ -719,9 +726,15 @@ class Server:
         inputs = doc["inputs"]
         if isinstance(inputs, dict):
             names = [d["name"] for d in self.inputs]
-            if sorted(inputs) != sorted(names):
-                raise _Reject(400, f"inputs must name exactly the model inputs {names}, got {sorted(inputs)}")
-            return [self._sample(inputs[d["name"]], d, raw, f"input '{d['name']}'") for d in self.request_inputs], opts
+            # each input by its tensor name or its SignatureDef name ('args_0')
+            keys = {d["name"]: d["name"] if d["name"] in inputs else self.signature_names.get(d["name"], d["name"])
+                    for d in self.inputs}
+            if sorted(inputs) != sorted(keys.values()):
+                also = [self.signature_names[n] for n in names if n in self.signature_names]
+                said = f" (or by signature name {also})" if also else ""
+                raise _Reject(400, f"inputs must name exactly the model inputs {names}{said}, got {sorted(inputs)}")
+            return [self._sample(inputs[keys[d["name"]]], d, raw, f"input '{d['name']}'")
+                    for d in self.request_inputs], opts
         if len(self.inputs) != 1:
             raise _Reject(400, f"the model has {len(self.inputs)} inputs: give 'inputs' as an object by input name")
         return [self._sample(inputs, self.request_inputs[0], raw, "inputs")], opts
@@ -764,9 +777,12 @@ class Server:
 
         d = self.request_inputs[0]
         sig = tuple(int(v) for v in d.get("shape_signature", d["shape"]))
-        if len(self.inputs) != 1 or not (len(sig) == 1 or (len(sig) == 2 and (sig[0] == 1 or sig == (-1, -1)))):
+        by_channel = self.samples_axis == 0 and len(sig) == 2 and sig[1] == 1
+        if len(self.inputs) != 1 or not (len(sig) == 1 or by_channel
+                                         or (len(sig) == 2 and (sig[0] == 1 or sig == (-1, -1)))):
             raise _Reject(400, f"a WAV body, but {self.name} takes no raw audio samples (input '{d['name']}' "
-                               f"{list(sig)}; a WAV feeds [N], [1, N] or a -1 length): send 'inputs'")
+                               f"{list(sig)}; a WAV feeds [N], [1, N], an AudioSpectrogram's [N, 1] or a -1 length): "
+                               "send 'inputs'")
         try:
             samples, rate = read_wav(io.BytesIO(body))
         except ModelError as exc:
@@ -781,11 +797,12 @@ class Server:
         if rate != self.sample_rate:
             raise _Reject(400, f"the WAV body is {rate} Hz audio but {self.name} takes {self.sample_rate} Hz; resample "
                                "it first (edge-sdk does not resample)")
-        want = self._wanted_shape(d, (samples.size,), "the WAV body") if self.dynamic else tuple(
-            int(v) for v in d["shape"])
-        if want[-1] != samples.size:
+        given = (samples.size, 1) if by_channel else (samples.size,)
+        want = self._wanted_shape(d, given, "the WAV body") if self.dynamic else tuple(int(v) for v in d["shape"])
+        axis = 0 if by_channel else -1
+        if want[axis] != samples.size:
             raise _Reject(400, f"the WAV body has {samples.size} samples; input '{d['name']}' {list(want)} takes "
-                               f"{want[-1]}")
+                               f"{want[axis]}")
         x = samples if np.dtype(d["dtype"]) == np.int16 and not is_quantized(d) else \
             samples / np.float32(32768.0)
         try:

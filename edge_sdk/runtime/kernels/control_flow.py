@@ -333,7 +333,7 @@ def subgraph_model(model: Model, index: int) -> Model:
 
 
 def prepare_stablehlo_composite(node: Node):
-    (index, what, ins, outs), = _callees(node)  # the decomposition
+    (index, what, ins, outs), = _callees(node, list(node.inputs))  # the decomposition, at the node's input shapes
     _expect_counts(node, what, ins, len(node.inputs), "input")
     _expect_counts(node, what, outs, len(node.outputs), "output")
     for k, (x, d) in enumerate(zip(node.inputs, ins)):
