@@ -36,7 +36,8 @@ typedef struct {
 #if EDGE_SIMD
     int32_t simd;                /* float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
     int32_t *exp8_table;         /* int8 at a fast-path level: the 256 exps once at prepare (with the packed
-                                  * copies), not per invoke (12 us of a 1000-class classifier's 30) */
+                                  * copies), not per invoke (12 us of a 1000-class classifier's 30); its rows run
+                                  * softmax_int8_row_lut */
 #endif
 } softmax_data_t;
 
@@ -161,6 +162,37 @@ static void softmax_int8_row(const softmax_data_t *d, const int32_t *table, cons
     }
 }
 
+#if EDGE_SIMD
+/* softmax_int8_row's bytes with the prepared table (a host build): an output depends on its difference k = max - x
+ * alone, so the k present (0..max - min, at most 256) get the row's arithmetic once each (their Q12 exps for the
+ * sum, their outputs), and each element is two lookups (the sum's, the output's). A 1000-class head: 1000 64-bit
+ * requantizations per row became at most 256, the loops over the row plain loads (the compiler vectorizes the
+ * max / min). The same integer steps on the same values: the same bytes (tests/test_elem_s19.py). */
+static void softmax_int8_row_lut(const softmax_data_t *d, const int32_t *table, const int8_t *x, void *y) {
+    const int32_t n = d->depth;
+    int32_t i, k, range, max = -128, min = 127, inv, bits_over, exponent;
+    int32_t q12[256];           /* [k]: edge_rdbpot(exp of -k, 12), k <= range */
+    int16_t out[256];           /* [k]: the output of difference k */
+    int64_t total = 0;
+    for (i = 0; i < n; i++) {
+        max = x[i] > max ? x[i] : max;
+        min = x[i] < min ? x[i] : min;
+    }
+    range = max - min;
+    for (k = 0; k <= range; k++) q12[k] = edge_rdbpot(table[k], 12);
+    for (i = 0; i < n; i++) total += q12[max - x[i]];
+    inv = ea_get_reciprocal(edge_wrap32(total), 12, &bits_over);
+    exponent = bits_over + 31 - d->out_bits;
+    for (k = 0; k <= range; k++)
+        out[k] = (int16_t)ea_clamp(ea_rdbpot64(edge_srdhm(inv, table[k]), exponent) + d->out_min, d->out_min,
+                                   d->out_max);
+    if (!EDGE_WITH_INT16 || d->out_bits == 8)
+        for (i = 0; i < n; i++) ((int8_t *)y)[i] = (int8_t)out[max - x[i]];
+    else
+        for (i = 0; i < n; i++) ((int16_t *)y)[i] = out[max - x[i]];
+}
+#endif
+
 static int32_t softmax_exp16(const softmax_data_t *d, int32_t diff) {
     int64_t sym = (int64_t)ea_mbqm(diff, d->multiplier, d->shift) + 32767;
     return ea_lut_lookup_int16((int32_t)(sym < -32768 ? -32768 : sym > 32767 ? 32767 : sym), d->exp_lut);
@@ -220,6 +252,12 @@ void edge_eval_softmax(const edge_node_t *node, edge_ctx_t *ctx) {
         const int64_t off = r * d->depth;
         if (d->in_type == EDGE_INT8) {
             void *y = (uint8_t *)out->data + off * (d->out_bits / 8);
+#if EDGE_SIMD
+            if (d->exp8_table) {
+                softmax_int8_row_lut(d, table, (const int8_t *)x->data + off, y);
+                continue;
+            }
+#endif
             softmax_int8_row(d, table, (const int8_t *)x->data + off, y);
         } else if (EDGE_WITH_INT16 && d->in_type == EDGE_INT16) {
             softmax_int16_row(d, (const int16_t *)x->data + off, (int16_t *)out->data + off);
