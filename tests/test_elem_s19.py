@@ -191,3 +191,32 @@ def test_python_plan_is_the_portable_plan_and_the_fused_plan_no_larger(backend, 
     assert c0.plan_info()["tensor_total"] == py.arena_size
     for level in lv:
         assert _prepared(backend, lib, level, data).plan_info()["tensor_total"] <= py.arena_size
+
+
+# ------------------------------------------------------------------------------------------ int8 SVDF
+@pytest.mark.parametrize("state_type", ["INT16", "INT8"])
+@pytest.mark.parametrize("n_input,n_filter,n_memory,rank", [(96, 64, 8, 1), (16, 32, 32, 1), (37, 6, 19, 2),
+                                                            (33, 6, 1, 3), (16, 8, 2, 2)])
+def test_svdf_int8_is_tflm_bytes_at_every_level_over_invokes(backend, levels, state_type, n_input, n_filter, n_memory,
+                                                              rank):  # noqa: F811
+    """The host build's integer SVDF (prepare's weight sums for the zero points' terms, the new state value apart
+    from the time dot product) against TFLM over 4 invokes (the state moving), at every level: the same bytes.
+    keyword_scrambled's shapes (96 -> 64 filters x 8, 16 -> 32 x 32) and tails (a memory of 1, 2, 19)."""
+    from tests.test_ops_sequence import _svdf_specs
+
+    lib, lv = levels
+    rng = np.random.default_rng(n_input * 7 + n_memory)
+    ins, outs = _svdf_specs(rng, state_type, batch=2, n_input=n_input, n_filter=n_filter, n_memory=n_memory,
+                            rank=rank)
+    outs = [T(outs[0].shape, "INT8", 20.0 if state_type == "INT16" else 2.0, -3)]  # sums of these sizes unsaturated
+    model = op_model("SVDF", ins, outs, options={"rank": rank, "fused_activation_function": "NONE"})
+    feed = rng.integers(-128, 128, ins[0].shape, dtype=np.int8)
+    want = run_tflm(model, [feed], isolate=True, invocations=4)[0]
+    assert len(np.unique(want)) > 2
+    for level in [0] + lv:
+        it = _prepared(backend, lib, level, model)
+        for _ in range(4):
+            it.set_tensor(it.get_input_details()[0]["index"], feed)
+            it.invoke()
+        np.testing.assert_array_equal(it.get_tensor(it.get_output_details()[0]["index"]), want,
+                                      err_msg=f"SVDF {state_type} level {level}")
