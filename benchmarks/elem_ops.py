@@ -3,6 +3,7 @@ at mobilenet_v3-small 96 shapes, SOFTMAX of a 1000-class head float32 and int8, 
 as a whole model) on the C runtime before and after a change, beside XNNPACK, in one run.
 
     .venv/bin/python benchmarks/elem_ops.py --before DIR [--rounds 5] [--seconds 0.2] [--match TEXT]
+(benchmarks/f32_ops.py's command line and timing, over these items)
 
 DIR is another checkout whose firmware_c is built (make -C DIR/firmware_c host). The models are built here by our
 writer (tests/oprunner.op_model, random data, seed 0), keyword_scrambled.tflite from ../shared. Timing and table:
@@ -11,13 +12,9 @@ benchmarks/conv_igemm.py's compare_items (three long-lived workers, thread CPU t
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("EDGE_SHARED_MODELS", ROOT.parent / "shared" / "models"))
@@ -55,29 +52,12 @@ ITEMS = ([(f"hard_swish {s}", lambda s=s: hard_swish(s)) for s in ((1, 48, 48, 1
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", type=Path, required=True, help="the checkout (its firmware_c built) to compare against")
-    ap.add_argument("--match", default="", help="only the items whose names hold this text")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--seconds", type=float, default=0.2, help="per burst")
-    a = ap.parse_args(argv)
-    sys.path[:0] = [str(ROOT), str(Path(__file__).resolve().parent)]
-    if not (a.before / "firmware_c" / "build" / "host" / "libedge.so").is_file():
-        print("--before DIR: a checkout whose firmware_c is built (make -C DIR/firmware_c host)", file=sys.stderr)
-        return 2
-    import conv_igemm
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import f32_ops
 
-    with tempfile.TemporaryDirectory(prefix="elem_ops-") as tmp:
-        items = []
-        for name, build in ITEMS:
-            if a.match in name:
-                path = Path(tmp) / f"item{len(items)}.tflite"
-                path.write_bytes(build())
-                items.append((name, path))
-        a.no_cuts, a.no_models, a.pointwise, a.models = True, True, False, []
-        return conv_igemm.compare_items(a, items, "elementwise / softmax / SVDF models (our writer; keyword_scrambled)")
+    return f32_ops.compare(argv, {"elem": ITEMS},
+                           "elementwise / softmax / SVDF models (our writer; keyword_scrambled)")
 
 
 if __name__ == "__main__":
-    np.set_printoptions(precision=3)
     sys.exit(main())
