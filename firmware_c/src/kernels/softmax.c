@@ -17,6 +17,7 @@
  * radius with integers.
  * Refusal reasons leave the op's name to the error message's node prefix ("node 3 (SOFTMAX code N v1): ...").
  */
+#include <string.h>
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 #include "../simd/edge_simd.h"
@@ -35,6 +36,7 @@ typedef struct {
     int16_t *exp_lut, *recip_lut; /* int16: EA_LUT16_SIZE entries each */
 #if EDGE_SIMD
     int32_t simd;                /* float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
+    int32_t lut_level;           /* int8: the level's byte lookups (edge_simd_lut8) for int8 outputs, else 0 */
     int32_t *exp8_table;         /* int8 at a fast-path level: the 256 exps once at prepare (with the packed
                                   * copies), not per invoke (12 us of a 1000-class classifier's 30); its rows run
                                   * softmax_int8_row_lut */
@@ -117,6 +119,7 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
             d->exp8_table = (int32_t *)edge_alloc_packed(ctx, 256 * sizeof(int32_t));
             if (!d->exp8_table) return EDGE_ARENA_TOO_SMALL;
             for (k = 0; k < 256; k++) d->exp8_table[k] = softmax_exp8(d, k);
+            d->lut_level = edge_simd_lut8(edge_simd_level(), NULL, NULL, NULL, 0) ? edge_simd_level() : 0;
             return EDGE_OK;
         }
 #endif
@@ -173,8 +176,20 @@ static void softmax_int8_row_lut(const softmax_data_t *d, const int32_t *table, 
     int32_t i, k, range, max = -128, min = 127, inv, bits_over, exponent;
     int32_t q12[256];           /* [k]: edge_rdbpot(exp of -k, 12), k <= range */
     int16_t out[256];           /* [k]: the output of difference k */
+    uint8_t by_byte[256];       /* int8 output: [(uint8_t)v] the output of input v (an edge_simd_lut8 table) */
+    int8_t hi[16], lo[16];      /* lane maxima / minima over blocks of 16 (the compiler keeps them in a vector) */
     int64_t total = 0;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < 16; i++) hi[i] = -128, lo[i] = 127;
+    for (k = 0; k + 16 <= n; k += 16)
+        for (i = 0; i < 16; i++) {
+            hi[i] = x[k + i] > hi[i] ? x[k + i] : hi[i];
+            lo[i] = x[k + i] < lo[i] ? x[k + i] : lo[i];
+        }
+    for (i = 0; i < 16; i++) {
+        max = hi[i] > max ? hi[i] : max;
+        min = lo[i] < min ? lo[i] : min;
+    }
+    for (i = k; i < n; i++) {
         max = x[i] > max ? x[i] : max;
         min = x[i] < min ? x[i] : min;
     }
@@ -186,9 +201,12 @@ static void softmax_int8_row_lut(const softmax_data_t *d, const int32_t *table, 
     for (k = 0; k <= range; k++)
         out[k] = (int16_t)ea_clamp(ea_rdbpot64(edge_srdhm(inv, table[k]), exponent) + d->out_min, d->out_min,
                                    d->out_max);
-    if (!EDGE_WITH_INT16 || d->out_bits == 8)
-        for (i = 0; i < n; i++) ((int8_t *)y)[i] = (int8_t)out[max - x[i]];
-    else
+    if (!EDGE_WITH_INT16 || d->out_bits == 8) {
+        memset(by_byte, 0, sizeof by_byte); /* (the bytes outside [min, max]: never looked up, read by the lanes) */
+        for (k = 0; k <= range; k++) by_byte[(uint8_t)(max - k)] = (uint8_t)out[k];
+        if (!edge_simd_lut8(d->lut_level, by_byte, (const uint8_t *)x, (uint8_t *)y, n)) /* VPERMI2B / TBL lanes */
+            for (i = 0; i < n; i++) ((int8_t *)y)[i] = (int8_t)out[max - x[i]];
+    } else
         for (i = 0; i < n; i++) ((int16_t *)y)[i] = out[max - x[i]];
 }
 #endif
