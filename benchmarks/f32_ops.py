@@ -77,10 +77,12 @@ ITEMS = {
 }
 
 
-def main(argv=None) -> int:
+def compare(argv, items: dict, what: str) -> int:
+    """The command line of this script over ``items`` ({group: [(name, model bytes builder)]}): the groups --only
+    names (all by default) timed by conv_igemm.compare_items against --before. benchmarks/elem_ops.py runs its own."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", type=Path, required=True, help="the checkout (its firmware_c built) to compare against")
-    ap.add_argument("--only", nargs="*", choices=sorted(ITEMS), default=sorted(ITEMS))
+    ap.add_argument("--only", nargs="*", choices=sorted(items), default=sorted(items))
     ap.add_argument("--match", default="", help="only the items whose names hold this text")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=0.2, help="per burst")
@@ -92,15 +94,19 @@ def main(argv=None) -> int:
     import conv_igemm
 
     with tempfile.TemporaryDirectory(prefix="f32_ops-") as tmp:
-        items = []
+        chosen = []
         for group in a.only:
-            for name, build in ITEMS[group]:
+            for name, build in items[group]:
                 if a.match in name:
-                    path = Path(tmp) / f"item{len(items)}.tflite"
+                    path = Path(tmp) / f"item{len(chosen)}.tflite"
                     path.write_bytes(build())
-                    items.append((name, path))
+                    chosen.append((name, path))
         a.no_cuts, a.no_models, a.pointwise, a.models = True, True, False, []
-        return conv_igemm.compare_items(a, items, "float32 one-op models (our writer, random weights)")
+        return conv_igemm.compare_items(a, chosen, what)
+
+
+def main(argv=None) -> int:
+    return compare(argv, ITEMS, "float32 one-op models (our writer, random weights)")
 
 
 if __name__ == "__main__":

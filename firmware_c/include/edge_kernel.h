@@ -248,15 +248,17 @@ void edge_fold_pad(edge_node_t *node, edge_ctx_t *ctx);
  * (*top / *left its padding before H / W, added to the conv's own; bottom / right follow from the output size), else
  * its input 0 (*top = *left = 0). The conv keeps input 0's dims for its geometry and its quantization. */
 int32_t edge_conv_source(edge_ctx_t *ctx, const edge_node_t *node, int32_t *top, int32_t *left);
-/* Host builds (EDGE_SIMD): the PRELU node float32 or int8 ADD node `add` runs in its own pass (y = prelu(act(a + b)), one
- * pass over the bytes instead of two: palm_detection's ADD -> PRELU pairs), else NULL: no broadcast, the ADD's output
- * read by one later node alone (PRELU, its input 0, a constant slope per channel of the last axis; only nodes folded
- * at prepare between the two) and returned by no subgraph, no patch plan. edge_add_prelu_prev: the ADD that runs `prelu` so, else NULL. At eval both kernels ask
- * edge_add_prelu_runs(ADD's inputs, PRELU's output): 1 when that output shares no bytes with an input or starts at
- * it (written element by element behind the reads); else ADD writes its own output and PRELU runs as usual. */
+/* Host builds (EDGE_SIMD): the PRELU node float32 or int8 ADD node `add` may run in its own pass (y = prelu(act(a + b)),
+ * one pass over the bytes instead of two: palm_detection's ADD -> PRELU pairs), else NULL: no broadcast, the first node
+ * after ADD with work at eval (only nodes folded at prepare between the two) is a PRELU reading ADD's output as its
+ * input 0 (a constant slope per channel of the last axis), no subgraph returns that output, no patch plan.
+ * edge_add_prelu_prev (PRELU's prepare, once it can run so): the ADD that runs `prelu` so, else NULL; it offers the pair
+ * to the planner, which fuses it when the PRELU is that output's last reader (edge.c add_prelu_groups: the PRELU's
+ * output then takes the ADD output's bytes, off the ADD's inputs or exactly at one). edge_add_prelu_runs (eval): 1
+ * when the planner fused the pair (ADD writes the PRELU's output; invoke skips the PRELU), else 0 (both run apart). */
 const edge_node_t *edge_add_prelu_next(edge_ctx_t *ctx, const edge_node_t *add);
 const edge_node_t *edge_add_prelu_prev(edge_ctx_t *ctx, const edge_node_t *prelu);
-int32_t edge_add_prelu_runs(const edge_tensor_t *a, const edge_tensor_t *b, const edge_tensor_t *y);
+int32_t edge_add_prelu_runs(const edge_node_t *prelu);
 /* Host builds: an int8 PRELU node's per-channel step (its prepared table, prelu.c) over `rows` whole rows of its
  * channels, x to y (x may be y); returns its channel count, 0 (nothing written) when it has no table. */
 int32_t edge_prelu_int8_rows(const edge_node_t *prelu, const int8_t *x, int8_t *y, int64_t rows);

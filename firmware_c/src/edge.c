@@ -1619,6 +1619,11 @@ size_t edge_inplace_plane_bytes(const edge_interp_t *it, const edge_node_t *node
 #define IS_MEMBER(L, k) ((L)->t_first[k] <= -2)
 #define ROOT(L, k) (IS_MEMBER(L, k) ? -2 - (L)->t_first[k] : (k))
 
+/* A PRELU's skip_ while its pair waits for the planner (set by edge_add_prelu_prev at PRELU's prepare, the kernels'
+ * last word), and once the planner fused it (inplace_groups, pair_marks: invoke skips the PRELU, the ADD writes its
+ * output). plan_arena turns every SKIP_PAIRED_ into SKIP_FUSED_ or 0 before any invoke (1: EDGE_SKIP_METADATA's). */
+enum { SKIP_PAIRED_ = 2, SKIP_FUSED_ = 3 };
+
 /* Whether node g's output b (global tensor indices) may take over its input a's bytes (inplace_groups' rule). */
 static int inplace_joins(const edge_interp_t *it, const life_t *L, const edge_subgraph_t *sg, int32_t g, int32_t ia,
                          int elementwise) {
@@ -1644,7 +1649,16 @@ static int inplace_joins(const edge_interp_t *it, const life_t *L, const edge_su
     return L->t_last[a] == L->n_last[g];
 }
 
-static int32_t inplace_groups(edge_interp_t *it, life_t *L, int with_elementwise) {
+/* The groups of one plan: tier 0 the fused pairs alone (every plan), 1 those and the rows' rules without the
+ * elementwise ones, 2 all of them. A fused pair (the host build's ADD -> PRELU, edge_add_prelu_next; a PRELU marked
+ * SKIP_PAIRED_ at its prepare) is the plan's decision: the PRELU's output takes over the ADD output y's bytes as an
+ * elementwise node's would (inplace_joins: y its last use at the PRELU, no subgraph's input or output, as many bytes),
+ * in node order with the rest (a later node's group finds its root through it). The ADD then writes the PRELU's
+ * output in its pass, lying off its inputs (live at its step beside y) or exactly at one (the in-place ADD: written
+ * behind the reads); never more bytes live at a step than the pair apart. The portable kernels and the Python
+ * interpreter never fuse: their plans, and this runtime's plan-only run (which prepares no kernel), keep the pair
+ * apart, as a board's. */
+static int32_t inplace_groups(edge_interp_t *it, life_t *L, int tier) {
     int32_t s, i, j, n_alias = 0;
     for (s = 0; s < it->n_subgraphs; s++) {
         const edge_subgraph_t *sg = &it->subgraphs[s];
@@ -1653,12 +1667,13 @@ static int32_t inplace_groups(edge_interp_t *it, life_t *L, int with_elementwise
             const edge_node_t *nd = &it->nodes[g];
             /* the row's in-place rule; an elementwise one ("unary", "binary": output element i depends on input
              * element i alone, and on the other input's element i or its broadcast, read before output element i
-             * is written, in every kernel and fast path) only with with_elementwise; "binary": either input may
-             * be taken over */
-            const int32_t rule = edge_op_facts(nd->op)->inplace;
+             * is written, in every kernel and fast path) only at tier 2; "binary": either input may be taken
+             * over. A fused pair's PRELU: over its input 0 at every tier. */
+            const int paired = nd->skip_ == SKIP_PAIRED_ || nd->skip_ == SKIP_FUSED_;
+            const int32_t rule = paired ? EDGE_INPLACE_UNARY : edge_op_facts(nd->op)->inplace;
             const int binary = rule == EDGE_INPLACE_BINARY;
             const int elementwise = binary || rule == EDGE_INPLACE_UNARY;
-            if (rule == EDGE_INPLACE_NONE || (elementwise && !with_elementwise)) continue;
+            if (rule == EDGE_INPLACE_NONE || (!paired && (tier < 1 || (elementwise && tier < 2)))) continue;
             if (in_patch_stage(it, s, i)) continue; /* a patch stage's nodes never run in place */
             if (nd->n_inputs < 1 || nd->n_outputs < 1) continue;
             for (j = 0; j < (binary && nd->n_inputs > 1 ? 2 : 1); j++) {
@@ -1677,6 +1692,20 @@ static int32_t inplace_groups(edge_interp_t *it, life_t *L, int with_elementwise
         }
     }
     return n_alias;
+}
+
+/* The fused pairs of the plan in L (a PRELU's output in its input's group): SKIP_FUSED_, the others 0. */
+static void pair_marks(edge_interp_t *it, const life_t *L) {
+    int32_t k;
+    for (k = 0; k < it->n_nodes_total; k++) {
+        edge_node_t *nd = &it->nodes[k];
+        const int32_t tb = it->subgraphs[nd->subgraph].tensor_base;
+        int32_t y, out;
+        if (nd->skip_ != SKIP_PAIRED_ && nd->skip_ != SKIP_FUSED_) continue;
+        y = tb + nd->inputs[0];
+        out = tb + nd->outputs[0];
+        nd->skip_ = IS_MEMBER(L, out) && ROOT(L, out) == ROOT(L, y) ? SKIP_FUSED_ : 0;
+    }
 }
 
 /* The tensor requests in (subgraph, tensor) order (grouped: a group as its root's one request, its members'
@@ -1863,11 +1892,11 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         int64_t plan_total, least = -1;
         int32_t tier, n_tier, n_prev = 0, least_tier = 0;
         for (tier = 0; tier < 3; tier++) {
-            if (tier == 2 && (st = plan_lifetimes(it, &L, &end)) != EDGE_OK) return st;
-            n_tier = tier ? inplace_groups(it, &L, tier == 2) : 0;
-            if (tier && (n_tier == 0 || n_tier == n_prev)) continue; /* the same groups as the tier before */
+            if (tier && (st = plan_lifetimes(it, &L, &end)) != EDGE_OK) return st;
+            n_tier = inplace_groups(it, &L, tier);
+            if (tier && n_tier == n_prev) continue; /* the same groups as the tier before */
             n_prev = n_tier;
-            w.n_tensors = fill_requests(it, &L, &w, tier > 0);
+            w.n_tensors = fill_requests(it, &L, &w, n_tier > 0);
             plan_total = best_plan(&w, &best_ordering, &bound);
             if (least < 0 || plan_total < least) {
                 least = plan_total;
@@ -1875,8 +1904,11 @@ static edge_status_t plan_arena(edge_interp_t *it) {
             }
         }
         if ((st = plan_lifetimes(it, &L, &end)) != EDGE_OK) return st;
-        n_alias = least_tier ? inplace_groups(it, &L, least_tier == 2) : 0;
+        n_alias = inplace_groups(it, &L, least_tier);
+    } else {
+        n_alias = inplace_groups(it, &L, 0); /* the fused pairs */
     }
+    pair_marks(it, &L);
     /* a depthwise convolution that does not run in place drops its plane buffer (its last scratch request) */
     for (k = 0; edge_least_ram(it) && !plan_only(it) && k < it->n_nodes_total; k++) {
         edge_node_t *nd = &it->nodes[k];
@@ -2094,12 +2126,12 @@ int32_t edge_conv_source(edge_ctx_t *ctx, const edge_node_t *node, int32_t *top,
     return pad->inputs[0];
 }
 
-/* The fusion decision (edge_kernel.h: edge_add_prelu_next). ADD's output is read once, by a later node as its input
- * 0, and no subgraph returns it: ADD computes the PRELU's output in its pass and nothing reads its own. Nothing runs
- * between the two (the nodes between fold at prepare: DEQUANTIZEs of constants, e.g. palm_detection's slopes), so the
- * PRELU's output bytes can only overlap ADD's inputs (the only tensors whose life ends at ADD's step):
- * edge_add_prelu_runs checks those at eval. The same answer at ADD's prepare and at PRELU's (a slope folded in
- * between is recognised by its node, not by its is_const, which the fold sets). */
+/* The fusion's candidates (edge_kernel.h: edge_add_prelu_next). The first node after ADD with work at eval (the nodes
+ * between fold at prepare: DEQUANTIZEs of constants, e.g. palm_detection's slopes) is a PRELU reading ADD's output as
+ * its input 0, and no subgraph returns that output. Whether the PRELU is its only reader is the planner's to say (its
+ * lifetimes know every reader: add_prelu_groups), not a scan of every node per ADD at prepare. The same answer at
+ * ADD's prepare and at PRELU's (a slope folded in between is recognised by its node, not by its is_const, which the
+ * fold sets). */
 const edge_node_t *edge_add_prelu_next(edge_ctx_t *ctx, const edge_node_t *add) {
 #if EDGE_SIMD
     const edge_interp_t *it = ctx->interp;
@@ -2108,7 +2140,7 @@ const edge_node_t *edge_add_prelu_next(edge_ctx_t *ctx, const edge_node_t *add) 
     const edge_tensor_t *a, *b, *y, *alpha, *out;
     const int32_t *outputs;
     const int32_t level = edge_simd_level();
-    int32_t n, k, j, reads = 0, folded, t;
+    int32_t n, k, j, folded, t;
     if (add->op != EDGE_OP_ADD || it->patch_plan.rows || add->n_inputs != 2 || add->n_outputs != 1 ||
         add->inputs[0] < 0 || add->inputs[1] < 0 || add->outputs[0] < 0 || add->index + 1 >= sg->n_nodes || !level)
         return 0;
@@ -2124,27 +2156,20 @@ const edge_node_t *edge_add_prelu_next(edge_ctx_t *ctx, const edge_node_t *add) 
     n = edge_subgraph_io(ctx, ctx->subgraph, 1, &outputs);
     for (k = 0; k < n; k++)
         if (outputs[k] == add->outputs[0]) return 0;
-    for (j = 0; j < sg->n_nodes; j++) {
+    for (j = add->index + 1; j < sg->n_nodes && !c; j++) { /* only nodes with nothing to do at eval in between */
         const edge_node_t *nd = &it->nodes[sg->node_base + j];
-        for (k = 0; k < nd->n_inputs; k++)
-            if (nd->inputs[k] == add->outputs[0]) {
-                reads++;
-                c = k == 0 ? nd : 0;
-            }
+        if (!edge_folds_at_prepare(ctx, nd)) c = nd;
     }
-    if (reads != 1 || !c || c->op != EDGE_OP_PRELU || c->index <= add->index || c->n_inputs != 2 ||
-        c->n_outputs != 1 || c->inputs[1] < 0 || c->outputs[0] < 0)
+    if (!c || c->op != EDGE_OP_PRELU || c->n_inputs != 2 || c->n_outputs != 1 || c->inputs[0] != add->outputs[0] ||
+        c->inputs[1] < 0 || c->inputs[1] == add->outputs[0] || c->outputs[0] < 0 || c->skip_ == 1)
         return 0;
     alpha = &ctx->tensors[c->inputs[1]];
     folded = alpha->is_const; /* a model constant, or folded before ADD: constant at both prepares */
-    for (j = add->index + 1; j < c->index; j++) { /* only nodes with nothing to do at eval in between */
-        const edge_node_t *nd = &it->nodes[sg->node_base + j];
-        if (!edge_folds_at_prepare(ctx, nd)) return 0;
-        if (nd->outputs[0] == c->inputs[1]) folded = 1;
-    }
+    for (j = add->index + 1; j < c->index; j++) /* or written by a node folded in between */
+        if (it->nodes[sg->node_base + j].outputs[0] == c->inputs[1]) folded = 1;
     out = &ctx->tensors[c->outputs[0]];
     if (alpha->type != (t == EDGE_INT8 ? EDGE_INT8 : EDGE_FLOAT32) || !folded || alpha->rank < 1 ||
-        out->type != t || edge_tensor_elements(out) != edge_tensor_elements(y) ||
+        out->type != t || out->is_variable || edge_tensor_elements(out) != edge_tensor_elements(y) ||
         edge_tensor_elements(alpha) != y->dims[y->rank - 1] || alpha->dims[alpha->rank - 1] != y->dims[y->rank - 1])
         return 0; /* one slope per channel of the last axis (PRELU's channel rows) */
     return c;
@@ -2161,21 +2186,16 @@ const edge_node_t *edge_add_prelu_prev(edge_ctx_t *ctx, const edge_node_t *prelu
     if (prelu->n_inputs < 1) return 0;
     for (j = prelu->index - 1; j >= 0; j--) { /* the writer of its input 0 */
         const edge_node_t *add = &it->nodes[sg->node_base + j];
-        if (add->n_outputs == 1 && add->outputs[0] == prelu->inputs[0])
-            return edge_add_prelu_next(ctx, add) == prelu ? add : 0;
+        if (add->n_outputs == 1 && add->outputs[0] == prelu->inputs[0]) {
+            if (edge_add_prelu_next(ctx, add) != prelu) return 0;
+            ((edge_node_t *)&it->nodes[sg->node_base + prelu->index])->skip_ = SKIP_PAIRED_; /* for the planner */
+            return add;
+        }
     }
     return 0;
 }
 
-static int bytes_apart(const void *p, const void *q, int64_t n) {
-    const uintptr_t u = (uintptr_t)p, v = (uintptr_t)q;
-    return u == v || u + (uintptr_t)n <= v || v + (uintptr_t)n <= u;
-}
-
-int32_t edge_add_prelu_runs(const edge_tensor_t *a, const edge_tensor_t *b, const edge_tensor_t *y) {
-    const int64_t n = (int64_t)y->bytes;
-    return bytes_apart(y->data, a->data, n) && bytes_apart(y->data, b->data, n);
-}
+int32_t edge_add_prelu_runs(const edge_node_t *prelu) { return prelu && prelu->skip_ == SKIP_FUSED_; }
 
 int32_t edge_resource_id(edge_ctx_t *ctx, const char *container, const char *shared_name) {
     edge_interp_t *it = ctx->interp;

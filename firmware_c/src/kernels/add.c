@@ -41,7 +41,8 @@ typedef struct {
     int32_t prelu_c;            /* float32 ADD running the next PRELU in its pass (edge_add_prelu_next): its
                                  * channels (alpha's count, the last axis; 0: no PRELU), its output, its slopes */
     int32_t prelu_out, prelu_alpha; /* tensors (the slopes may be folded after this prepare: data read at eval) */
-    const edge_node_t *prelu;   /* int8 ADD running the next PRELU (its table is made at its prepare, after this) */
+    const edge_node_t *prelu;   /* the next PRELU it may run (int8: its table is made at its prepare, after this);
+                                 * it does when the planner fused the pair (edge_add_prelu_runs) */
 #endif
 } addsub_data_t;
 
@@ -66,6 +67,7 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
         {
             const edge_node_t *prelu = sign > 0 && d->fsimd ? edge_add_prelu_next(ctx, node) : 0;
             if (prelu) {
+                d->prelu = prelu;
                 d->prelu_c = out->dims[out->rank - 1];
                 d->prelu_out = prelu->outputs[0];
                 d->prelu_alpha = prelu->inputs[1];
@@ -214,12 +216,12 @@ static void addsub_row_simd(const void *op, const void *a, int32_t sa, const voi
 #endif
 
 #if EDGE_SIMD
-/* ADD then the next PRELU (edge_add_prelu_next) in one pass over cache-sized blocks of whole rows: each block's
- * sums (the ADD rows' SIMD row, its clamp) into the PRELU's output, then the PRELU's channel rows over them in
- * place while they are in L1: each element's two operations as apart, the same bits. 0 (nothing written) when the
- * PRELU's output overlaps an input otherwise than at its start (edge_add_prelu_runs). */
+/* ADD then the next PRELU (edge_add_prelu_next, fused by the planner) in one pass over cache-sized blocks of whole
+ * rows: each block's sums (the ADD rows' SIMD row, its clamp) into the PRELU's output, then the PRELU's channel rows
+ * over them in place while they are in L1: each element's two operations as apart, the same bits. The planner gave
+ * the PRELU's output the ADD output's bytes: off the inputs, or exactly at one (read before written). */
 #define ADD_PRELU_BLOCK 4096 /* floats: 16 KB of output a block */
-static int add_prelu_eval(const addsub_data_t *d, edge_ctx_t *ctx, const edge_node_t *node) {
+static void add_prelu_eval(const addsub_data_t *d, edge_ctx_t *ctx, const edge_node_t *node) {
     const edge_tensor_t *ta = edge_in(ctx, node, 0), *tb = edge_in(ctx, node, 1), *ty = &ctx->tensors[d->prelu_out];
     const float *a = (const float *)ta->data, *b = (const float *)tb->data;
     float *y = (float *)ty->data;
@@ -228,7 +230,6 @@ static int add_prelu_eval(const addsub_data_t *d, edge_ctx_t *ctx, const edge_no
     const int64_t rows = edge_tensor_elements(ty) / c, step = c >= ADD_PRELU_BLOCK ? 1 : ADD_PRELU_BLOCK / c;
     edge_simd_binf_t f;
     int64_t r;
-    if (!edge_add_prelu_runs(ta, tb, ty)) return 0;
     f.level = d->fsimd;
     f.kind = EDGE_SIMD_F32_ADD;
     f.lo = d->p.flo;
@@ -238,23 +239,21 @@ static int add_prelu_eval(const addsub_data_t *d, edge_ctx_t *ctx, const edge_no
         edge_simd_binary_f32_row(&f, a + at, 1, b + at, 1, y + at, (int32_t)(nr * c));
         (void)edge_simd_prelu_f32_rows(d->fsimd, y + at, alpha, c, nr, y + at);
     }
-    return 1;
 }
 #endif
 
 #if EDGE_SIMD
-/* int8 ADD then the next PRELU (edge_add_prelu_next) in one pass over cache-sized blocks of whole rows: each block's
- * requantized sums (the int8 ADD's row) into the PRELU's output, then the PRELU's per-channel table over them in
- * place while they are in L1: the bits of the two apart. 0 (nothing written) when the PRELU has no table (more than
- * 256 channels) or its output overlaps an input otherwise than at its start. */
+/* int8 ADD then the next PRELU (edge_add_prelu_next, fused by the planner: the PRELU has its table, at most 256
+ * channels, or it offers no pair) in one pass over cache-sized blocks of whole rows: each block's requantized sums
+ * (the int8 ADD's row) into the PRELU's output, then the PRELU's per-channel table over them in place while they are
+ * in L1: the bits of the two apart. */
 #define ADD_PRELU_Q8_BLOCK 16384 /* bytes of output a block */
-static int add_prelu_q8_eval(const addsub_data_t *d, edge_ctx_t *ctx, const edge_node_t *node) {
+static void add_prelu_q8_eval(const addsub_data_t *d, edge_ctx_t *ctx, const edge_node_t *node) {
     const edge_tensor_t *ta = edge_in(ctx, node, 0), *tb = edge_in(ctx, node, 1), *ty = edge_out(ctx, d->prelu, 0);
     const int8_t *a = (const int8_t *)ta->data, *b = (const int8_t *)tb->data;
     int8_t *y = (int8_t *)ty->data;
     const int32_t c = edge_prelu_int8_rows(d->prelu, NULL, NULL, 0);
     int64_t rows, step, r;
-    if (!c || !edge_add_prelu_runs(ta, tb, ty)) return 0;
     rows = edge_tensor_elements(ty) / c;
     step = c >= ADD_PRELU_Q8_BLOCK ? 1 : ADD_PRELU_Q8_BLOCK / c;
     for (r = 0; r < rows; r += step) { /* rows [r, r + nr): elements at r * c */
@@ -265,7 +264,6 @@ static int add_prelu_q8_eval(const addsub_data_t *d, edge_ctx_t *ctx, const edge
             add_rows.int8(&d->p, a + at, 1, b + at, 1, y + at, (int32_t)(nr * c));
         (void)edge_prelu_int8_rows(d->prelu, y + at, y + at, nr);
     }
-    return 1;
 }
 #endif
 
@@ -284,8 +282,11 @@ static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     if (eb_window_eval(node, ctx, &d->win, &d->p, d->type, rows, a, b, y)) return; /* a patch window */
 #endif
 #if EDGE_SIMD
-    if (d->prelu_c && add_prelu_eval(d, ctx, node)) return;
-    if (d->prelu && add_prelu_q8_eval(d, ctx, node)) return;
+    if (d->prelu && edge_add_prelu_runs(d->prelu)) { /* the PRELU's output in this pass; invoke skips the PRELU */
+        if (d->prelu_c) add_prelu_eval(d, ctx, node);
+        else add_prelu_q8_eval(d, ctx, node);
+        return;
+    }
     if (eb_eval_simd(&d->bc, d->type, d->fsimd, d->sign > 0 ? EDGE_SIMD_F32_ADD : EDGE_SIMD_F32_SUB, d->p.flo,
                      d->p.fhi, d->simd, d, addsub_row_simd, a, b, y))
         return;

@@ -22,9 +22,9 @@ typedef struct {
                                  * that channel count, the tensor in one edge_simd_prelu_f32_rows call (0: rows
                                  * through the broadcast walk); int8 with a table: the same count */
     const int8_t *channel_table; /* int8, constant slopes one per channel: channel c's output of every input at
-                                  * [c * 256 + (uint8)x] (c * 256 bytes with the packed copies), or NULL */
-    int32_t add_a, add_b;       /* run by the ADD before it (edge_add_prelu_prev; int8: with a channel_table):
-                                 * that ADD's inputs; -1 */
+                                  * [c * 256 + (uint8)x] (c * 256 bytes with the packed copies), or NULL. A PRELU the
+                                  * ADD before it runs (edge_add_prelu_prev; int8: with a channel_table) is skipped
+                                  * by invoke when the planner fuses the pair */
 #endif
 } prelu_data_t;
 
@@ -54,11 +54,7 @@ edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
             edge_tensor_elements(alpha) == out->dims[out->rank - 1] &&
             alpha->dims[alpha->rank - 1] == out->dims[out->rank - 1])
             d->channel_rows = out->dims[out->rank - 1];
-        {
-            const edge_node_t *add = edge_add_prelu_prev(ctx, node);
-            d->add_a = add ? add->inputs[0] : -1;
-            d->add_b = add ? add->inputs[1] : -1;
-        }
+        (void)edge_add_prelu_prev(ctx, node); /* the pair, offered to the planner */
 #endif
         return EDGE_OK;
     }
@@ -94,11 +90,7 @@ edge_status_t edge_prepare_prelu(edge_node_t *node, edge_ctx_t *ctx) {
         d->channel_table = table;
         d->channel_rows = c;
     }
-    {
-        const edge_node_t *add = d->channel_table ? edge_add_prelu_prev(ctx, node) : 0;
-        d->add_a = add ? add->inputs[0] : -1;
-        d->add_b = add ? add->inputs[1] : -1;
-    }
+    if (d->channel_table) (void)edge_add_prelu_prev(ctx, node); /* the pair, offered to the planner */
 #endif
     return EDGE_OK;
 }
@@ -173,8 +165,6 @@ void edge_eval_prelu(const edge_node_t *node, edge_ctx_t *ctx) {
     edge_tensor_t *out = edge_out(ctx, node, 0);
 #if EDGE_SIMD
     if (d->channel_table && !(EDGE_WITH_PATCH && ctx->window)) {
-        if (d->add_a >= 0 && edge_add_prelu_runs(&ctx->tensors[d->add_a], &ctx->tensors[d->add_b], out))
-            return; /* the ADD before it wrote the output (add.c's add_prelu_q8_eval) */
         prelu_table_rows(d, (const int8_t *)x->data, (int8_t *)out->data, edge_tensor_elements(out) / d->channel_rows);
         return;
     }
@@ -185,8 +175,6 @@ void edge_eval_prelu(const edge_node_t *node, edge_ctx_t *ctx) {
         ea_bcast_run(&d->bc, d, x->data, 2, alpha->data, 1, out->data, 2, row_int16);
     else if (EDGE_WITH_FLOAT32) {
 #if EDGE_SIMD
-        if (d->add_a >= 0 && edge_add_prelu_runs(&ctx->tensors[d->add_a], &ctx->tensors[d->add_b], out))
-            return; /* the ADD before it wrote the output (add.c's add_prelu_eval) */
         if (d->channel_rows > 0 && !(EDGE_WITH_PATCH && ctx->window)) {
             const int64_t n = edge_tensor_elements(out);
             (void)edge_simd_prelu_f32_rows(d->simd, (const float *)x->data, (const float *)alpha->data,

@@ -5,7 +5,8 @@
  *    differences to its maximum (0..255 below it) go through exp in gemmlowp fixed point (Q5.26 input; 0
  *    beyond the input radius, which the reference skips), eval sums the row at Q12, takes GetReciprocal and
  *    scales every exp by it. Small inputs compute exp per element (no table in the arena); inputs over 512
- *    elements tabulate the 256 differences once per invoke in a scratch buffer.
+ *    elements tabulate the 256 differences once per invoke in a scratch buffer. A host build (EDGE_SIMD) tabulates
+ *    them at prepare and a row's outputs per difference (softmax_int8_row_lut): the same bytes.
  *  - int16 input / output (zero points 0, output 1/32768): the scaled differences index TFLite's 513-entry
  *    exp table, the sum's reciprocal comes from the 1/(1+x) table (both built in prepare in float32 as
  *    LUTPopulateInt16 does).
@@ -17,6 +18,7 @@
  * radius with integers.
  * Refusal reasons leave the op's name to the error message's node prefix ("node 3 (SOFTMAX code N v1): ...").
  */
+#include <string.h>
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 #include "../simd/edge_simd.h"
@@ -35,8 +37,10 @@ typedef struct {
     int16_t *exp_lut, *recip_lut; /* int16: EA_LUT16_SIZE entries each */
 #if EDGE_SIMD
     int32_t simd;                /* float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
+    int32_t lut_level;           /* int8: the level's byte lookups (edge_simd_lut8) for int8 outputs, else 0 */
     int32_t *exp8_table;         /* int8 at a fast-path level: the 256 exps once at prepare (with the packed
-                                  * copies), not per invoke (12 us of a 1000-class classifier's 30) */
+                                  * copies), not per invoke (12 us of a 1000-class classifier's 30); its rows run
+                                  * softmax_int8_row_lut */
 #endif
 } softmax_data_t;
 
@@ -116,6 +120,7 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
             d->exp8_table = (int32_t *)edge_alloc_packed(ctx, 256 * sizeof(int32_t));
             if (!d->exp8_table) return EDGE_ARENA_TOO_SMALL;
             for (k = 0; k < 256; k++) d->exp8_table[k] = softmax_exp8(d, k);
+            d->lut_level = edge_simd_lut8(edge_simd_level(), NULL, NULL, NULL, 0) ? edge_simd_level() : 0;
             return EDGE_OK;
         }
 #endif
@@ -160,6 +165,52 @@ static void softmax_int8_row(const softmax_data_t *d, const int32_t *table, cons
         else ((int16_t *)y)[i] = (int16_t)r;
     }
 }
+
+#if EDGE_SIMD
+/* softmax_int8_row's bytes with the prepared table (a host build): an output depends on its difference k = max - x
+ * alone, so the k present (0..max - min, at most 256) get the row's arithmetic once each (their Q12 exps for the
+ * sum, their outputs), and each element is two lookups (the sum's, the output's). A 1000-class head: 1000 64-bit
+ * requantizations per row became at most 256, the loops over the row plain loads (the compiler vectorizes the
+ * max / min). The same integer steps on the same values: the same bytes (tests/test_elem_s19.py). */
+static void softmax_int8_row_lut(const softmax_data_t *d, const int32_t *table, const int8_t *x, void *y) {
+    const int32_t n = d->depth;
+    int32_t i, k, range, max = -128, min = 127, inv, bits_over, exponent;
+    int32_t q12[256];           /* [k]: edge_rdbpot(exp of -k, 12), k <= range */
+    int16_t out[256];           /* [k]: the output of difference k */
+    uint8_t by_byte[256];       /* int8 output: [(uint8_t)v] the output of input v (an edge_simd_lut8 table) */
+    int8_t hi[16], lo[16];      /* lane maxima / minima over blocks of 16 (the compiler keeps them in a vector) */
+    int64_t total = 0;
+    for (i = 0; i < 16; i++) hi[i] = -128, lo[i] = 127;
+    for (k = 0; k + 16 <= n; k += 16)
+        for (i = 0; i < 16; i++) {
+            hi[i] = x[k + i] > hi[i] ? x[k + i] : hi[i];
+            lo[i] = x[k + i] < lo[i] ? x[k + i] : lo[i];
+        }
+    for (i = 0; i < 16; i++) {
+        max = hi[i] > max ? hi[i] : max;
+        min = lo[i] < min ? lo[i] : min;
+    }
+    for (i = k; i < n; i++) {
+        max = x[i] > max ? x[i] : max;
+        min = x[i] < min ? x[i] : min;
+    }
+    range = max - min;
+    for (k = 0; k <= range; k++) q12[k] = edge_rdbpot(table[k], 12);
+    for (i = 0; i < n; i++) total += q12[max - x[i]];
+    inv = ea_get_reciprocal(edge_wrap32(total), 12, &bits_over);
+    exponent = bits_over + 31 - d->out_bits;
+    for (k = 0; k <= range; k++)
+        out[k] = (int16_t)ea_clamp(ea_rdbpot64(edge_srdhm(inv, table[k]), exponent) + d->out_min, d->out_min,
+                                   d->out_max);
+    if (!EDGE_WITH_INT16 || d->out_bits == 8) {
+        memset(by_byte, 0, sizeof by_byte); /* (the bytes outside [min, max]: never looked up, read by the lanes) */
+        for (k = 0; k <= range; k++) by_byte[(uint8_t)(max - k)] = (uint8_t)out[k];
+        if (!edge_simd_lut8(d->lut_level, by_byte, (const uint8_t *)x, (uint8_t *)y, n)) /* VPERMI2B / TBL lanes */
+            for (i = 0; i < n; i++) ((int8_t *)y)[i] = (int8_t)out[max - x[i]];
+    } else
+        for (i = 0; i < n; i++) ((int16_t *)y)[i] = out[max - x[i]];
+}
+#endif
 
 static int32_t softmax_exp16(const softmax_data_t *d, int32_t diff) {
     int64_t sym = (int64_t)ea_mbqm(diff, d->multiplier, d->shift) + 32767;
@@ -220,6 +271,12 @@ void edge_eval_softmax(const edge_node_t *node, edge_ctx_t *ctx) {
         const int64_t off = r * d->depth;
         if (d->in_type == EDGE_INT8) {
             void *y = (uint8_t *)out->data + off * (d->out_bits / 8);
+#if EDGE_SIMD
+            if (d->exp8_table) {
+                softmax_int8_row_lut(d, table, (const int8_t *)x->data + off, y);
+                continue;
+            }
+#endif
             softmax_int8_row(d, table, (const int8_t *)x->data + off, y);
         } else if (EDGE_WITH_INT16 && d->in_type == EDGE_INT16) {
             softmax_int16_row(d, (const int16_t *)x->data + off, (int16_t *)out->data + off);

@@ -20,6 +20,7 @@
 #include "edge_kernel.h"
 #include "../edge_fixedpoint_act.h"
 #include "../edge_hybrid.h"
+#include "../simd/edge_simd.h"
 
 EDGE_KERNEL(SVDF, svdf, 4, "FLOAT32 INT8", "INT8: weights_time and state INT8 or INT16; FLOAT32 input with INT8/UINT8 weights: LiteRT's hybrid SVDF")
 
@@ -37,6 +38,11 @@ typedef struct {
                                         * then the projections (batch x n_filter floats) */
     const int32_t *row_sums;           /* hybrid: weights_feature row sums (persistent) */
     const float *wt_float;             /* hybrid: weights_time dequantized (persistent) */
+#if EDGE_SIMD
+    const uint32_t *w_sums;            /* integer, host builds: per filter sum_k weights_feature[f, k], then
+                                        * sum_m weights_time[f, m] (2 x n_filter, with the packed copies): the zero
+                                        * points' terms once at prepare, not a second sum in every dot product */
+#endif
 } svdf_data_t;
 
 /* The hybrid scratch: rows of quantized input, their scales and zero points, the projections. */
@@ -173,6 +179,23 @@ edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
     d->x_zp = x->zero_point;
     d->state_zp = st->zero_point;
     d->out_zp = y->zero_point;
+#if EDGE_SIMD
+    if (edge_simd_level()) {
+        uint32_t *sums = (uint32_t *)edge_alloc_packed(ctx, 2 * sizeof(uint32_t) * (size_t)n_filter);
+        int32_t f, k;
+        if (!sums) return EDGE_ARENA_TOO_SMALL;
+        for (f = 0; f < n_filter; f++) {
+            uint32_t sw = 0, st_sum = 0;
+            for (k = 0; k < n_input; k++) sw += (uint32_t)((const int8_t *)wf->data)[(int64_t)f * n_input + k];
+            for (k = 0; k < n_memory; k++)
+                st_sum += d->state16 ? (uint32_t)((const int16_t *)wt->data)[(int64_t)f * n_memory + k]
+                                     : (uint32_t)((const int8_t *)wt->data)[(int64_t)f * n_memory + k];
+            sums[f] = sw;
+            sums[n_filter + f] = st_sum;
+        }
+        d->w_sums = sums;
+    }
+#endif
     return EDGE_OK;
 }
 
@@ -271,6 +294,24 @@ static const float *svdf_hybrid_projections(const edge_node_t *node, edge_ctx_t 
 SVDF_DOT(dot_s8, int8_t, 16)
 SVDF_DOT(dot_s16, int16_t, 8)
 
+#if EDGE_SIMD
+/* sum_k x[k] * w[k] wrapping at 32 bits (the weights' sum times the zero point is subtracted by the caller, from
+ * prepare's w_sums): BLOCK lane sums kept across the blocks and added once at the end (the compiler keeps them in
+ * vector registers), not a horizontal sum per block. */
+#define SVDF_DOT_LANES(name, T, BLOCK)                                                                           \
+    static uint32_t name(const T *x, const T *w, int32_t n) {                                                   \
+        uint32_t lane[BLOCK] = {0}, s = 0;                                                                       \
+        int32_t k = 0, j;                                                                                        \
+        for (; k + (BLOCK) <= n; k += (BLOCK))                                                                   \
+            for (j = 0; j < (BLOCK); j++) lane[j] += (uint32_t)((int32_t)x[k + j] * (int32_t)w[k + j]);          \
+        for (j = 0; j < (BLOCK); j++) s += lane[j];                                                              \
+        for (; k < n; k++) s += (uint32_t)((int32_t)x[k] * (int32_t)w[k]);                                       \
+        return s;                                                                                                \
+    }
+SVDF_DOT_LANES(dot_lanes_s8, int8_t, 16)
+SVDF_DOT_LANES(dot_lanes_s16, int16_t, 8)
+#endif
+
 void edge_eval_svdf(const edge_node_t *node, edge_ctx_t *ctx) {
     const svdf_data_t *d = (const svdf_data_t *)node->user_data;
     const edge_tensor_t *tx = edge_in(ctx, node, 0), *twf = edge_in(ctx, node, 1), *twt = edge_in(ctx, node, 2);
@@ -312,17 +353,38 @@ void edge_eval_svdf(const edge_node_t *node, edge_ctx_t *ctx) {
                 const int64_t mem_at = ((int64_t)b * d->n_filter + f) * M;
                 /* clamped projection plus the zero point, narrowed to the state type with a wrap (as the C
                  * reference's implicit conversion does) */
-                const uint32_t v = (uint32_t)edge_clamp32(
-                                       edge_mbqm(edge_wrap32(dot_s8(xb, wf + (int64_t)f * n_input, n_input, x_zp)),
-                                                 d->m1, d->s1), smin, smax) + state_zp;
+                uint32_t proj, v;
+#if EDGE_SIMD
+                if (d->w_sums)
+                    proj = dot_lanes_s8(xb, wf + (int64_t)f * n_input, n_input) - x_zp * d->w_sums[f];
+                else
+#endif
+                    proj = dot_s8(xb, wf + (int64_t)f * n_input, n_input, x_zp);
+                v = (uint32_t)edge_clamp32(edge_mbqm(edge_wrap32(proj), d->m1, d->s1), smin, smax) + state_zp;
                 if (state16) {
                     int16_t *mem = (int16_t *)tst->data + mem_at;
+                    const int16_t *tw = (const int16_t *)twt->data + (int64_t)f * M;
                     mem[M - 1] = (int16_t)((int32_t)((v & 0xffffu) ^ 0x8000u) - 0x8000);
-                    acc += dot_s16(mem, (const int16_t *)twt->data + (int64_t)f * M, M, state_zp);
+#if EDGE_SIMD
+                    /* the new value apart: a vector load over the element just stored waited for it (a failed
+                     * store-to-load forward per filter) */
+                    if (d->w_sums)
+                        acc += dot_lanes_s16(mem, tw, M - 1) + (uint32_t)((int32_t)mem[M - 1] * tw[M - 1]) -
+                               state_zp * d->w_sums[d->n_filter + f];
+                    else
+#endif
+                        acc += dot_s16(mem, tw, M, state_zp);
                 } else {
                     int8_t *mem = (int8_t *)tst->data + mem_at;
+                    const int8_t *tw = (const int8_t *)twt->data + (int64_t)f * M;
                     mem[M - 1] = (int8_t)((int32_t)((v & 0xffu) ^ 0x80u) - 0x80);
-                    acc += dot_s8(mem, (const int8_t *)twt->data + (int64_t)f * M, M, state_zp);
+#if EDGE_SIMD
+                    if (d->w_sums)
+                        acc += dot_lanes_s8(mem, tw, M - 1) + (uint32_t)((int32_t)mem[M - 1] * tw[M - 1]) -
+                               state_zp * d->w_sums[d->n_filter + f];
+                    else
+#endif
+                        acc += dot_s8(mem, tw, M, state_zp);
                 }
             }
             if (bias) acc += (uint32_t)bias[u];
