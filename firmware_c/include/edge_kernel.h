@@ -225,11 +225,6 @@ void *edge_alloc_packed(edge_ctx_t *ctx, size_t bytes);
  * edge_sdk/runtime/planner.py's folded_constants (a DEQUANTIZE of a constant; the Python planner leaves the same
  * tensors out of its plan). */
 void edge_fold_outputs(edge_node_t *node, edge_ctx_t *ctx);
-/* A weighted kernel's prepare (FULLY_CONNECTED: LiteRT reads sparse weights there) on its filter first: a sparse
- * constant is expanded once into a dense copy (kernels/densify.c's walk; edge_alloc_packed: reported as packed
- * weights) and the tensor then reads as dense; a dense tensor is untouched. The tensor struct is reloaded from the
- * model by every edge_init, so a re-prepare expands afresh (as edge_int4_to_int8). */
-edge_status_t edge_densify_weights(edge_ctx_t *ctx, edge_tensor_t *t);
 /* 1 when `node` is computed once at prepare (planner.folded_constants' rule: on every build a DENSIFY of a sparse
  * constant; on host builds (EDGE_SIMD, src/simd/edge_simd.h) a DEQUANTIZE of a dense constant, a folded DENSIFY's
  * output included; never an output a subgraph returns): the kernel's prepare folds it, the plan-only step (no

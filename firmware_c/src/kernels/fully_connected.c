@@ -23,6 +23,7 @@
 #include "../edge_float.h"
 #include "../edge_hybrid.h"
 #include "../edge_int4.h"
+#include "../edge_sparse.h"
 #include "../simd/edge_simd.h"
 
 EDGE_KERNEL(FULLY_CONNECTED, fully_connected, 14, "FLOAT32/FLOAT32 INT8/INT8 INT16/INT8 FLOAT32/INT8 FLOAT32/UINT8 INT8/INT4 INT16/INT4 FLOAT32/INT4", "weights per-tensor or per-unit scales; INT4 weights unpacked to INT8 at prepare; FLOAT32 input with INT8/UINT8 weights: LiteRT's hybrid kernel (hybrid.c)")
@@ -167,7 +168,7 @@ edge_status_t edge_prepare_fully_connected(edge_node_t *node, edge_ctx_t *ctx) {
     bias = edge_in(ctx, node, 2);
     out = edge_out(ctx, node, 0);
     if (!in || !w) return EDGE_FAIL(ctx, EDGE_BAD_NODE, "FULLY_CONNECTED: input and weights are required");
-    if ((s = edge_densify_weights(ctx, w)) != EDGE_OK) return s; /* sparse weights: dense once (densify.c) */
+    if ((s = edge_densify_weights(ctx, w)) != EDGE_OK) return s; /* sparse weights: dense once (edge_sparse.h) */
     if ((s = edge_int4_to_int8(ctx, w)) != EDGE_OK) return s; /* INT4 weights: the INT8 paths below (edge_int4.h) */
     if (w->rank == 2 && w->dims[1] == 0 && in->type == out->type && /* float, hybrid, int8, 16x8: zero bytes */
         (in->type == EDGE_FLOAT32 || ((in->type == EDGE_INT8 || in->type == EDGE_INT16) && w->type == EDGE_INT8)))
