@@ -682,6 +682,19 @@ QCONV_SHAPES = [
 ]
 
 
+def qconv_lanes_bytes(shape) -> int:
+    """The pixel-lane block edge_simd_qconv_bytes adds for few input channels (edge_simd_x86.c lanes_fit,
+    lanes_layout): a 128-byte head, 16 bytes of step data (rounded to a line) and a 128-byte window permute per
+    4-byte step of k = kh * kw * c, the weights as 16-channel blocks of step dwords, each channel's multiplier (4 bytes,
+    then rounded to 8) and two 64-bit constants; + 64 to start on a line. 0 where the shape does not fit it."""
+    h, w, c, o, kh, kw, stride, padding, dil = shape[:9]
+    if not (c <= 4 and kw * c >= 3 and dil == 1 and kh <= 8 and 15 * stride * c + kw * c <= 128):
+        return 0
+    steps, npad = -(-kh * kw * c // 4), -(-o // 16) * 16
+    at = 128 + -(-steps * 16 // 64) * 64 + steps * 128 + npad * steps * 4 + npad * 4
+    return -(-at // 8) * 8 + npad * 16 + 64
+
+
 def _qconv_case(shape, seed):
     h, w, c, o, kh, kw, stride, padding, dil, n = shape
     rng = np.random.default_rng(seed)
@@ -716,8 +729,9 @@ def test_indirection_conv_equals_portable_and_tflm_and_copies_no_window(backend,
         lib.edge_simd_set(-1)
     parts = it.arena_parts()
     npad, cpad = -(-o // 16) * 16, -(-c // 4) * 4
-    # + 64: the block rounded up to a cache line (edge_simd_qconv_pack); + under 8: the persistent allocator's steps
-    want = 12 * npad + npad * kh * kw * cpad + 4 * (oh * kh + ow * kw) + cpad + 64
+    # + 64: the block rounded up to a cache line (edge_simd_qconv_pack); + under 8: the persistent allocator's steps;
+    # + the pixel-lane block (few input channels) and its own line
+    want = 12 * npad + npad * kh * kw * cpad + 4 * (oh * kh + ow * kw) + cpad + 64 + qconv_lanes_bytes(shape)
     assert parts["fast_path_scratch"] == 0
     assert want <= parts["packed_weights"] < want + 8
 
