@@ -683,12 +683,14 @@ QCONV_SHAPES = [
 
 
 def qconv_lanes_bytes(shape) -> int:
-    """The pixel-lane block edge_simd_qconv_bytes adds for few input channels (edge_simd_x86.c lanes_fit,
-    lanes_layout): a 128-byte head, 16 bytes of step data (rounded to a line) and a 128-byte window permute per
-    4-byte step of k = kh * kw * c, the weights as 16-channel blocks of step dwords, each channel's multiplier (4 bytes,
-    then rounded to 8) and two 64-bit constants; + 64 to start on a line. 0 where the shape does not fit it."""
+    """The pixel-lane block edge_simd_qconv_bytes adds for few input channels or a 1x1 projection into at most 32
+    (edge_simd_x86.c lanes_fit, lanes_layout): a 128-byte head, 16 bytes of step data (rounded to a line) and a
+    128-byte window permute per 4-byte step of k = kh * kw * c, the weights as 16-channel blocks of step dwords, each
+    channel's multiplier (4 bytes, then rounded to 8) and two 64-bit constants; + 64 to start on a line. 0 where the
+    shape fits neither form."""
     h, w, c, o, kh, kw, stride, padding, dil = shape[:9]
-    if not (c <= 4 and kw * c >= 3 and dil == 1 and kh <= 8 and 15 * stride * c + kw * c <= 128):
+    point = kh == kw == 1 and stride == 1 and c % 4 == 0 and 8 <= c <= 64 and o <= 32
+    if not point and not (c <= 4 and kw * c >= 3 and dil == 1 and kh <= 8 and 15 * stride * c + kw * c <= 128):
         return 0
     steps, npad = -(-kh * kw * c // 4), -(-o // 16) * 16
     at = 128 + -(-steps * 16 // 64) * 64 + steps * 128 + npad * steps * 4 + npad * 4

@@ -1,9 +1,11 @@
 """Issue 26, session 19: the int8 fast paths added for x86-64 (firmware_c/src/simd/edge_simd_x86.c) give the portable
 kernels' bytes (TFLM's) at every SIMD level this CPU runs.
 
-The pixel-lane conv (qconv_lanes: few input channels, a network's first layer): 16 output pixels of a row a vector,
-k = kh * kw * c packed without a tap's padding, a step's dwords permuted from the row's 128-byte window, windows
-loaded masked to their input row (the padding's zero point), sums per channel transposed to pixel-major bytes.
+The pixel-lane conv (qconv_lanes): 16 output pixels a vector, a sum per channel, transposed to pixel-major bytes at
+the end. LANES_WINDOW (few input channels, a network's first layer): pixels of one output row, k = kh * kw * c packed
+without a tap's padding, a step's dwords permuted from the row's 128-byte window, windows loaded masked to their input
+row (the padding's zero point). LANES_POINT (a 1x1 stride-1 projection into at most 32 channels): 16 contiguous
+pixels' c bytes loaded once, each step's dwords permuted from their pair of loads.
 """
 
 from __future__ import annotations
@@ -48,6 +50,21 @@ LANE_SHAPES = [
     (14, 33, 3, 16, 3, 3, 1, "SAME", 2, 1, "NONE"),
     (9, 20, 5, 16, 3, 3, 1, "SAME", 1, 1, "NONE"),
 ]
+# 1x1 stride 1 projections (LANES_POINT: c a multiple of 4 in 8..64, o <= 32; the runtime sends o < 2c here): one
+# pair of 64-byte loads (c 8), an odd count of loads (c 12, 20), pairs blended (c 32, 48, 64), o 16, 12, 24, 32 (two
+# blocks, the second partial or whole), pixel counts not a multiple of 16, batch 2, RELU6. Not the lanes (for
+# contrast): c 96 (past 64), o 40 (past two blocks), c 18 (not a multiple of 4).
+POINT_SHAPES = [
+    (9, 11, 32, 16, 1, 1, 1, "SAME", 1, 1, "NONE"),
+    (7, 7, 8, 12, 1, 1, 1, "VALID", 1, 2, "RELU6"),
+    (5, 13, 48, 24, 1, 1, 1, "SAME", 1, 1, "NONE"),
+    (4, 9, 64, 32, 1, 1, 1, "SAME", 1, 1, "RELU6"),
+    (3, 5, 12, 16, 1, 1, 1, "SAME", 1, 1, "NONE"),
+    (6, 7, 20, 17, 1, 1, 1, "SAME", 1, 1, "NONE"),
+    (2, 3, 96, 16, 1, 1, 1, "SAME", 1, 1, "NONE"),
+    (5, 5, 32, 40, 1, 1, 1, "SAME", 1, 1, "NONE"),
+    (4, 6, 18, 16, 1, 1, 1, "SAME", 1, 1, "NONE"),
+]
 
 
 def _seed(s):
@@ -77,7 +94,7 @@ def _case(shape, seed):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("shape", LANE_SHAPES, ids=_ident)
+@pytest.mark.parametrize("shape", LANE_SHAPES + POINT_SHAPES, ids=_ident)
 def test_lane_conv_equals_portable_and_tflm(backend, levels, shape, threads):
     """Every level gives the portable kernel's bytes, which are TFLM's; with 2 threads the pixels are split in 32s
     (groups start inside an output row)."""
@@ -99,7 +116,7 @@ def _has_vbmi() -> bool:
         return False
 
 
-@pytest.mark.parametrize("shape", [s for s in LANE_SHAPES if s[9] == 1], ids=_ident)
+@pytest.mark.parametrize("shape", [s for s in LANE_SHAPES + POINT_SHAPES if s[9] == 1], ids=_ident)
 def test_lane_conv_taken_where_it_fits_and_exact(backend, shape):
     """edge_simd_qconv_pack keeps the pixel-lane block exactly where the shape fits it (and the CPU has AVX-512
     VBMI), and edge_simd_qconv then gives numpy's requantized sums for every pixel range (a group cut by the range's

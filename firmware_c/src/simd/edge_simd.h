@@ -227,9 +227,10 @@ typedef struct {
     const int32_t *rows;        /* [oh][kh]: iy * w * c, or EDGE_SIMD_QCONV_OUT */
     const int32_t *cols;        /* [ow][kw]: ix * c, or EDGE_SIMD_QCONV_OUT */
     const int8_t *zero;         /* cpad bytes of the input zero point: a padding tap's row */
-    const void *lanes;          /* x86-64, few input channels (c <= 4: a first layer): the pixel-lane kernel's block
-                                 * (edge_simd_x86.c qconv_lanes: 16 output pixels a vector, k = kh * kw * c packed
-                                 * without a tap's padding); NULL: the tiles above */
+    const void *lanes;          /* x86-64 with AVX-512 VBMI, few input channels (c <= 4: a first layer) or a 1x1
+                                 * projection into at most 32 channels: the pixel-lane kernel's block
+                                 * (edge_simd_x86.c qconv_lanes: 16 output pixels a vector, a sum per channel);
+                                 * NULL: the tiles above */
 } edge_simd_qconv_t;
 /* Bytes of the packed filter, the tables and the zero row for a conv of geometry p (its c, h, w, kh, kw, strides,
  * dilations, padding, output oh x ow; lo / hi unused) into o channels at `level`; 0 when the level (or the shape:

@@ -624,7 +624,9 @@ static int32_t qconv_cpad(int32_t c) { return round_up(c, 4); }
  * point: x + input_offset = 0, as qconv_tile's zero row), so border pixels need no other path and nothing is read
  * outside the input. Sums per channel (lanes = pixels) are requantized with the channel's constants (rq512_scaled's
  * arithmetic: the same bytes), packed to bytes and transposed to pixel-major (two packs, a 4 x 4 exchange of 128-bit
- * lanes, one VPERMB). */
+ * lanes, one VPERMB). One-op cuts, thread CPU time, qconv_tile -> here (benchmarks/conv_igemm.py, loaded machine):
+ * 96x96x3 3x3 -> 16 s2 25.9 -> 15.8 us (XNNPACK 18.3), s1 101.8 -> 67.7 (70.4), 5x5 -> 24 s2 64.5 -> 51.8,
+ * 3x3 -> 32 s2 35.9 -> 31.0, 226x226x3 -> 32 s2 189 -> 166. */
 #define LANES_PX 16
 #define LANES_KH 8 /* filter rows held as windows */
 /* VPERMT2B / VPERMB: AVX-512 VBMI, which not every AVX-512 VNNI CPU has (lanes_cpu asks cpuid) */
@@ -641,6 +643,7 @@ static int lanes_cpu(void) {
 typedef struct {
     int32_t steps, kwc, sxb, col0, rowbytes, kh, nblk, o, zp8, zp, lo, hi;
     int32_t meta, idx, wq, mulc, addc, shc; /* byte offsets from the block's start */
+    int32_t mode;                           /* LANES_WINDOW or LANES_POINT */
 } lanes_head_t;
 
 typedef struct {
@@ -648,9 +651,21 @@ typedef struct {
     int32_t fa, fb;
 } lanes_meta_t;
 
-static int32_t lanes_fit(const edge_simd_dwf_t *p) {
+/* The two forms: LANES_WINDOW (the windows above), LANES_POINT (a 1x1 stride-1 filter without padding on 8..64
+ * channels, a multiple of 4, into at most two blocks: the projections into 16 - 32 channels, where qconv_tile's one or
+ * two blocks spend a broadcast and a flip per pixel and step: 16 pixels' c bytes are c / 4 contiguous 64-byte loads,
+ * step s's vector takes pixel p's dword p c / 4 + s from its pair of loads by VPERMT2D, the pairs blended). Cuts as
+ * above: 48x48x32 -> 16 24.0 -> 17.0 us, 112x112x32 -> 16 121.9 -> 89.1, 24x24x16 -> 16 5.7 -> 3.7, 48x48x24 -> 28
+ * 30.1 -> 27.5, 24x24x48 -> 16 7.2 -> 6.9 (the gain falls as c grows: a step blends c / 8 pairs). Kept to those
+ * shapes: not measured past 64 channels or two blocks (where qconv_tile's blocks share each broadcast). */
+enum { LANES_WINDOW = 1, LANES_POINT = 2 };
+static int32_t lanes_fit(const edge_simd_dwf_t *p, int32_t o) {
     const int32_t kwc = p->kw * p->c;
-    return p->c <= 4 && kwc >= 3 && p->dw == 1 && p->kh <= LANES_KH && 15 * p->sw * p->c + kwc <= 128;
+    if (p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->pt == 0 && p->pl == 0 && p->c % 4 == 0 &&
+        p->c >= 8 && p->c <= 64 && o <= 2 * VNNI_NB)
+        return LANES_POINT;
+    return p->c <= 4 && kwc >= 3 && p->dw == 1 && p->kh <= LANES_KH && 15 * p->sw * p->c + kwc <= 128 ? LANES_WINDOW
+                                                                                                    : 0;
 }
 
 static size_t lanes_layout(const edge_simd_dwf_t *p, int32_t o, lanes_head_t *h) {
@@ -691,6 +706,7 @@ static void lanes_pack(const edge_simd_qgemm_t *g, const edge_simd_dwf_t *p, int
     const int32_t *mul = (const int32_t *)g->packed + g->npad, *rs = mul + g->npad;
     int32_t s, l, b, ch;
     lanes_layout(p, o, &h);
+    h.mode = lanes_fit(p, o);
     h.zp8 = -input_offset;
     h.zp = g->zp;
     h.lo = g->lo;
@@ -735,14 +751,10 @@ static inline __mmask64 lanes_range(int64_t lo, int64_t hi) {
     return (hi - lo == 64 ? ~(__mmask64)0 : (((__mmask64)1 << (hi - lo)) - 1)) << lo;
 }
 
-/* Pixels [ox, ox + n) (n <= 16) of output row oy, channel block j .. all blocks: y at the group's first pixel. */
-T_LANES static void lanes_group(const edge_simd_qconv_t *q, const uint8_t *blk, const int8_t *x, int32_t oy,
-                               int32_t ox, int32_t n, int8_t *y) {
-    const lanes_head_t *h = (const lanes_head_t *)blk;
-    const lanes_meta_t *meta = (const lanes_meta_t *)(blk + h->meta);
-    const uint8_t *idx = blk + h->idx;
-    const int32_t *bias = (const int32_t *)q->g.packed;
-    const __m512i flip = _mm512_set1_epi8((char)0x80), zpb = _mm512_set1_epi8((char)h->zp8);
+/* Block j's sums (acc[ch]: channel c0 + ch, lanes = the group's pixels) requantized, packed and stored as the n
+ * pixels' bytes at y (the group's first pixel; o bytes a pixel, channels c0 .. c0 + nc). */
+T_LANES static INLINE void lanes_store(const lanes_head_t *h, const uint8_t *blk, const __m512i *acc, int32_t c0,
+                                       int32_t nc, int32_t n, int8_t *y) {
     /* the order of a group's bytes after the packs and the lane exchange: output byte 16 i + 4 v + j (pixel i of
      * the 128-bit lane, channel 4 v + j) from byte 16 v + 4 j + i */
     const __m512i order = _mm512_set_epi8(
@@ -752,6 +764,80 @@ T_LANES static void lanes_group(const edge_simd_qconv_t *q, const uint8_t *blk, 
     const __m512i zp16 = _mm512_set1_epi16((int16_t)h->zp);
     const __m512i lo8 = _mm512_set1_epi8((char)h->lo), hi8 = _mm512_set1_epi8((char)h->hi);
     const __m512i neg = _mm512_set1_epi64(-((int64_t)1 << 30)), r31 = _mm512_set1_epi64((int64_t)1 << 31);
+    __m512i v[4];
+    int32_t ch;
+    /* requantized (rq512_scaled with the channel's constants in every lane), + zp and the clamp on the
+     * packed bytes (rq512_pack2's steps): v[g] lane L byte 4 j + i = channel 4 g + j, pixel 4 L + i */
+    QCONV_PRAGMA(GCC unroll 4)
+    for (ch = 0; ch < VNNI_NB; ch += 4) {
+        __m512i qv[4];
+        int32_t u;
+        QCONV_PRAGMA(GCC unroll 4)
+        for (u = 0; u < 4; u++) {
+            const int32_t cc = c0 + ch + u;
+            int32_t mc;
+            int64_t ac, sc;
+            memcpy(&mc, blk + h->mulc + (size_t)cc * 4, 4);
+            memcpy(&ac, blk + h->addc + (size_t)cc * 8, 8);
+            memcpy(&sc, blk + h->shc + (size_t)cc * 8, 8);
+            {
+                const __m512i mm = _mm512_set1_epi32(mc), add = _mm512_set1_epi64(ac), sh = _mm512_set1_epi64(sc);
+                const __m512i pe = _mm512_mul_epi32(acc[ch + u], mm);
+                const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(acc[ch + u], (_MM_PERM_ENUM)0xF5), mm);
+                __m512i te = _mm512_add_epi64(pe, add), to = _mm512_add_epi64(po, add);
+                te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, neg), te, r31);
+                to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, neg), to, r31);
+                te = _mm512_srav_epi64(te, sh);
+                to = _mm512_srav_epi64(to, sh);
+                qv[u] = _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, (_MM_PERM_ENUM)0xB1);
+            }
+        }
+        {
+            const __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(qv[0], qv[1]), zp16);
+            const __m512i w23 = _mm512_adds_epi16(_mm512_packs_epi32(qv[2], qv[3]), zp16);
+            v[ch / 4] = _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(w01, w23), lo8), hi8);
+        }
+    }
+    {
+        /* out[m]: 128-bit lane m of v[0..3] (pixels 4 m .. 4 m + 3), then pixel-major by VPERMB */
+        const __m512i t0 = _mm512_shuffle_i64x2(v[0], v[1], 0x44), t1 = _mm512_shuffle_i64x2(v[0], v[1], 0xEE);
+        const __m512i t2 = _mm512_shuffle_i64x2(v[2], v[3], 0x44), t3 = _mm512_shuffle_i64x2(v[2], v[3], 0xEE);
+        __m512i out[4];
+        int32_t mq, i;
+        out[0] = _mm512_permutexvar_epi8(order, _mm512_shuffle_i64x2(t0, t2, 0x88));
+        out[1] = _mm512_permutexvar_epi8(order, _mm512_shuffle_i64x2(t0, t2, 0xDD));
+        out[2] = _mm512_permutexvar_epi8(order, _mm512_shuffle_i64x2(t1, t3, 0x88));
+        out[3] = _mm512_permutexvar_epi8(order, _mm512_shuffle_i64x2(t1, t3, 0xDD));
+        if (h->o == VNNI_NB) { /* the pixels' bytes are contiguous */
+            for (mq = 0; mq < 4 && 4 * mq < n; mq++) {
+                const int32_t px = n - 4 * mq >= 4 ? 4 : n - 4 * mq;
+                _mm512_mask_storeu_epi8((void *)(y + (int64_t)4 * mq * VNNI_NB),
+                                        px == 4 ? ~(__mmask64)0 : (((__mmask64)1 << (16 * px)) - 1), out[mq]);
+            }
+        } else {
+            const __mmask16 cm = nc >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nc) - 1u);
+            int8_t *yc = y + c0;
+            for (mq = 0; mq < 4; mq++) {
+                __m128i px4[4];
+                px4[0] = _mm512_extracti32x4_epi32(out[mq], 0);
+                px4[1] = _mm512_extracti32x4_epi32(out[mq], 1);
+                px4[2] = _mm512_extracti32x4_epi32(out[mq], 2);
+                px4[3] = _mm512_extracti32x4_epi32(out[mq], 3);
+                for (i = 0; i < 4 && 4 * mq + i < n; i++)
+                    _mm_mask_storeu_epi8((void *)(yc + (int64_t)(4 * mq + i) * h->o), cm, px4[i]);
+            }
+        }
+    }
+}
+
+/* Pixels [ox, ox + n) (n <= 16) of output row oy, channel block j .. all blocks: y at the group's first pixel. */
+T_LANES static void lanes_group(const edge_simd_qconv_t *q, const uint8_t *blk, const int8_t *x, int32_t oy,
+                               int32_t ox, int32_t n, int8_t *y) {
+    const lanes_head_t *h = (const lanes_head_t *)blk;
+    const lanes_meta_t *meta = (const lanes_meta_t *)(blk + h->meta);
+    const uint8_t *idx = blk + h->idx;
+    const int32_t *bias = (const int32_t *)q->g.packed;
+    const __m512i flip = _mm512_set1_epi8((char)0x80), zpb = _mm512_set1_epi8((char)h->zp8);
     const int64_t col = (int64_t)ox * h->sxb + h->col0; /* the group's window: bytes from here in each input row */
     __m512i win[LANES_KH][2];
     int32_t fy, j, ch, s;
@@ -771,7 +857,7 @@ T_LANES static void lanes_group(const edge_simd_qconv_t *q, const uint8_t *blk, 
     for (j = 0; j < h->nblk; j++) {
         const int32_t *wq = (const int32_t *)(blk + h->wq) + (int64_t)j * h->steps * VNNI_NB;
         const int32_t c0 = j * VNNI_NB, nc = h->o - c0 < VNNI_NB ? h->o - c0 : VNNI_NB;
-        __m512i acc[VNNI_NB], v[4];
+        __m512i acc[VNNI_NB];
         QCONV_PRAGMA(GCC unroll 16)
         for (ch = 0; ch < VNNI_NB; ch++) acc[ch] = _mm512_set1_epi32(bias[c0 + ch]);
         for (s = 0; s < h->steps; s++, wq += VNNI_NB) {
@@ -786,68 +872,48 @@ T_LANES static void lanes_group(const edge_simd_qconv_t *q, const uint8_t *blk, 
             QCONV_PRAGMA(GCC unroll 16)
             for (ch = 0; ch < VNNI_NB; ch++) acc[ch] = _mm512_dpbusd_epi32(acc[ch], a, _mm512_set1_epi32(wq[ch]));
         }
-        /* requantized (rq512_scaled with the channel's constants in every lane), + zp and the clamp on the
-         * packed bytes (rq512_pack2's steps): v[g] lane L byte 4 j + i = channel 4 g + j, pixel 4 L + i */
-        QCONV_PRAGMA(GCC unroll 4)
-        for (ch = 0; ch < VNNI_NB; ch += 4) {
-            __m512i qv[4];
-            int32_t u;
-            QCONV_PRAGMA(GCC unroll 4)
-            for (u = 0; u < 4; u++) {
-                const int32_t cc = c0 + ch + u;
-                int32_t mc;
-                int64_t ac, sc;
-                memcpy(&mc, blk + h->mulc + (size_t)cc * 4, 4);
-                memcpy(&ac, blk + h->addc + (size_t)cc * 8, 8);
-                memcpy(&sc, blk + h->shc + (size_t)cc * 8, 8);
-                {
-                    const __m512i mm = _mm512_set1_epi32(mc), add = _mm512_set1_epi64(ac), sh = _mm512_set1_epi64(sc);
-                    const __m512i pe = _mm512_mul_epi32(acc[ch + u], mm);
-                    const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(acc[ch + u], (_MM_PERM_ENUM)0xF5), mm);
-                    __m512i te = _mm512_add_epi64(pe, add), to = _mm512_add_epi64(po, add);
-                    te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, neg), te, r31);
-                    to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, neg), to, r31);
-                    te = _mm512_srav_epi64(te, sh);
-                    to = _mm512_srav_epi64(to, sh);
-                    qv[u] = _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, (_MM_PERM_ENUM)0xB1);
-                }
-            }
-            {
-                const __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(qv[0], qv[1]), zp16);
-                const __m512i w23 = _mm512_adds_epi16(_mm512_packs_epi32(qv[2], qv[3]), zp16);
-                v[ch / 4] = _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(w01, w23), lo8), hi8);
-            }
+        lanes_store(h, blk, acc, c0, nc, n, y);
+    }
+}
+
+/* LANES_POINT: pixels [p, p + n) (n <= 16, contiguous: a 1x1 stride-1 filter's input pixel is its output pixel),
+ * y at the first one. The group's 16 c bytes as c / 4 loads (masked to the n pixels': nothing read past the input),
+ * flipped once; each step's vector built once for every block. */
+T_LANES static void lanes_point(const edge_simd_qconv_t *q, const uint8_t *blk, const int8_t *x, int32_t p, int32_t n,
+                                int8_t *y) {
+    const lanes_head_t *h = (const lanes_head_t *)blk;
+    const int32_t *bias = (const int32_t *)q->g.packed;
+    const int32_t c = q->c, nz = c / 4, pairs = (nz + 1) / 2, bytes = n * c;
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    /* lane l's dword index l c / 4 + s: its low 5 bits pick within a pair of loads, the rest the pair */
+    const __m512i base = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(nz));
+    const int8_t *src = x + (int64_t)p * c;
+    __m512i z[LANES_PX + 1], sv[LANES_PX];
+    int32_t i, s, u, j, ch;
+    for (i = 0; i < nz; i++) /* bytes past the n pixels: any (their lanes are not stored) */
+        z[i] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(lanes_range(0, bytes - 64 * i), (const void *)(src + 64 * i)),
+                                flip);
+    z[nz] = flip;
+    for (s = 0; s < h->steps; s++) {
+        const __m512i idx = _mm512_add_epi32(base, _mm512_set1_epi32(s)), pair = _mm512_srli_epi32(idx, 5);
+        __m512i v = _mm512_permutex2var_epi32(z[0], idx, z[1]);
+        for (u = 1; u < pairs; u++)
+            v = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(pair, _mm512_set1_epi32(u)), v,
+                                        _mm512_permutex2var_epi32(z[2 * u], idx, z[2 * u + 1]));
+        sv[s] = v;
+    }
+    for (j = 0; j < h->nblk; j++) {
+        const int32_t *wq = (const int32_t *)(blk + h->wq) + (int64_t)j * h->steps * VNNI_NB;
+        const int32_t c0 = j * VNNI_NB, nc = h->o - c0 < VNNI_NB ? h->o - c0 : VNNI_NB;
+        __m512i acc[VNNI_NB];
+        QCONV_PRAGMA(GCC unroll 16)
+        for (ch = 0; ch < VNNI_NB; ch++) acc[ch] = _mm512_set1_epi32(bias[c0 + ch]);
+        for (s = 0; s < h->steps; s++, wq += VNNI_NB) {
+            QCONV_PRAGMA(GCC unroll 16)
+            for (ch = 0; ch < VNNI_NB; ch++) acc[ch] = _mm512_dpbusd_epi32(acc[ch], sv[s], _mm512_set1_epi32(wq[ch]));
         }
-        {
-            /* out[m]: 128-bit lane m of v[0..3] (pixels 4 m .. 4 m + 3), then pixel-major by VPERMB */
-            const __m512i t0 = _mm512_shuffle_i64x2(v[0], v[1], 0x44), t1 = _mm512_shuffle_i64x2(v[0], v[1], 0xEE);
-            const __m512i t2 = _mm512_shuffle_i64x2(v[2], v[3], 0x44), t3 = _mm512_shuffle_i64x2(v[2], v[3], 0xEE);
-            __m512i out[4];
-            int32_t mq, i;
-            out[0] = _mm512_permutexvar_epi8(order, _mm512_shuffle_i64x2(t0, t2, 0x88));
-            out[1] = _mm512_permutexvar_epi8(order, _mm512_shuffle_i64x2(t0, t2, 0xDD));
-            out[2] = _mm512_permutexvar_epi8(order, _mm512_shuffle_i64x2(t1, t3, 0x88));
-            out[3] = _mm512_permutexvar_epi8(order, _mm512_shuffle_i64x2(t1, t3, 0xDD));
-            if (h->o == VNNI_NB) { /* the pixels' bytes are contiguous */
-                for (mq = 0; mq < 4 && 4 * mq < n; mq++) {
-                    const int32_t px = n - 4 * mq >= 4 ? 4 : n - 4 * mq;
-                    _mm512_mask_storeu_epi8((void *)(y + (int64_t)4 * mq * VNNI_NB),
-                                            px == 4 ? ~(__mmask64)0 : (((__mmask64)1 << (16 * px)) - 1), out[mq]);
-                }
-            } else {
-                const __mmask16 cm = nc >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nc) - 1u);
-                int8_t *yc = y + c0;
-                for (mq = 0; mq < 4; mq++) {
-                    __m128i px4[4];
-                    px4[0] = _mm512_extracti32x4_epi32(out[mq], 0);
-                    px4[1] = _mm512_extracti32x4_epi32(out[mq], 1);
-                    px4[2] = _mm512_extracti32x4_epi32(out[mq], 2);
-                    px4[3] = _mm512_extracti32x4_epi32(out[mq], 3);
-                    for (i = 0; i < 4 && 4 * mq + i < n; i++)
-                        _mm_mask_storeu_epi8((void *)(yc + (int64_t)(4 * mq + i) * h->o), cm, px4[i]);
-                }
-            }
-        }
+        lanes_store(h, blk, acc, c0, nc, n, y);
     }
 }
 
@@ -855,6 +921,11 @@ T_LANES static void qconv_lanes(const edge_simd_qconv_t *q, const int8_t *x, int
     const uint8_t *blk = (const uint8_t *)q->lanes;
     const int32_t o = q->g.n;
     int32_t p = p0;
+    if (((const lanes_head_t *)blk)->mode == LANES_POINT) {
+        for (; p < p1; p += LANES_PX)
+            lanes_point(q, blk, x, p, p1 - p < LANES_PX ? p1 - p : LANES_PX, y + (int64_t)p * o);
+        return;
+    }
     while (p < p1) { /* groups of up to 16 pixels within one output row */
         const int32_t oy = p / q->ow, ox = p % q->ow;
         int32_t n = q->ow - ox;
@@ -873,7 +944,7 @@ size_t edge_simd_qconv_bytes(int32_t level, const edge_simd_dwf_t *p, int32_t o)
         return 0;
     return 3 * 4 * (size_t)round_up(o, VNNI_NB) + (size_t)round_up(o, VNNI_NB) * (size_t)taps * (size_t)cpad +
            4 * ((size_t)p->oh * (size_t)p->kh + (size_t)p->ow * (size_t)p->kw) + (size_t)cpad + QG_PACK_ALIGN +
-           (lanes_fit(p) ? lanes_layout(p, o, NULL) + QG_PACK_ALIGN : 0); /* the pixel-lane block on a line too */
+           (lanes_fit(p, o) ? lanes_layout(p, o, NULL) + QG_PACK_ALIGN : 0); /* the pixel-lane block on a line too */
 }
 
 /* The axis table of one dimension: out[o * k + f] = (o * stride - pad + f * dil) * step when inside [0, size),
@@ -931,7 +1002,7 @@ void edge_simd_qconv_pack(edge_simd_qconv_t *q, int32_t level, const edge_simd_d
     q->zero = zero;
     /* the pixel-lane kernel where the shape fits it and its byte packing holds the output's zero point and clamp */
     q->lanes = NULL;
-    if (lanes_fit(p) && lanes_cpu() && zp >= -128 && zp <= 127 && lo >= -128 && hi <= 127) {
+    if (lanes_fit(p, o) && lanes_cpu() && zp >= -128 && zp <= 127 && lo >= -128 && hi <= 127) {
         uint8_t *lb = (uint8_t *)line_align(zero + cpad);
         lanes_pack(&q->g, p, o, w, input_offset, lb);
         q->lanes = lb;
