@@ -116,14 +116,15 @@ def test_conv_1x1_gemm_tails_equal_portable_and_tflm(backend, levels, hw, c, o):
         return
     # the path at AVX-512 VNNI (conv_2d.c): the indirection conv (no fast-path scratch) but for an expansion (o >= 2c),
     # which keeps the GEMM on its flipped copy of 12 rows (its work area as scratch), unless few channels (o <= 8, c a
-    # multiple of 4 up to 64: edge_simd_qgemm_few, no work area)
+    # multiple of 4 up to 64: edge_simd_qgemm_few, no work area) or the pixel-lane kernel takes it (AVX-512 VBMI)
     lib.edge_simd_set(2)
     try:
         it = backend.CInterpreter(model_content=model)
         it.allocate_tensors()
     finally:
         lib.edge_simd_set(-1)
-    gemm = o >= 2 * c and not (o <= 8 and c % 4 == 0 and c <= 64)
+    lanes = has_vbmi() and qconv_lanes_bytes((*hw, c, o, 1, 1, 1, "VALID", 1)) > 0
+    gemm = o >= 2 * c and not (o <= 8 and c % 4 == 0 and c <= 64) and not lanes
     assert (it.arena_parts()["fast_path_scratch"] > 0) == gemm
 
 
@@ -680,6 +681,16 @@ QCONV_SHAPES = [
     (6, 6, 130, 17, 1, 1, 2, "SAME", 1, 1),
     (5, 5, 64, 64, 3, 3, 1, "VALID", 1, 2),
 ]
+
+
+def has_vbmi() -> bool:
+    """/proc/cpuinfo lists avx512vbmi (edge_simd_x86.c's pixel-lane kernel needs VPERMT2B / VPERMB)."""
+    from pathlib import Path
+
+    try:
+        return "avx512vbmi" in Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
 
 
 def qconv_lanes_bytes(shape) -> int:

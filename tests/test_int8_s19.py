@@ -20,7 +20,7 @@ from tests.oprunner import T, op_model
 from tests.peers import run_tflm
 from tests.simd_common import levels  # noqa: F401 (a fixture; backend: tests/conftest.py)
 from tests.simd_common import run_at_level
-from tests.test_c_simd import qconv_lanes_bytes
+from tests.test_c_simd import has_vbmi, qconv_lanes_bytes
 from tests.test_speed26_int8_align import _Dwf, _Qconv, _at, _lib, _requantize
 
 pytestmark = needs_c_runtime
@@ -53,7 +53,8 @@ LANE_SHAPES = [
 # 1x1 stride 1 projections (LANES_POINT: c a multiple of 4 in 8..64, o <= 32; the runtime sends o < 2c here): one
 # pair of 64-byte loads (c 8), an odd count of loads (c 12, 20), pairs blended (c 32, 48, 64), o 16, 12, 24, 32 (two
 # blocks, the second partial or whole), pixel counts not a multiple of 16, batch 2, RELU6. Not the lanes (for
-# contrast): c 96 (past 64), o 40 (past two blocks), c 18 (not a multiple of 4).
+# contrast): c 96 (past 64), o 40 (past two blocks), c 18 (not a multiple of 4). Expansions (o = 2c: 8 -> 16, 16 -> 32)
+# and a single pixel (a squeeze-excite's 1x1 input: qconv_one_pixel's row, not the lanes).
 POINT_SHAPES = [
     (9, 11, 32, 16, 1, 1, 1, "SAME", 1, 1, "NONE"),
     (7, 7, 8, 12, 1, 1, 1, "VALID", 1, 2, "RELU6"),
@@ -64,7 +65,12 @@ POINT_SHAPES = [
     (2, 3, 96, 16, 1, 1, 1, "SAME", 1, 1, "NONE"),
     (5, 5, 32, 40, 1, 1, 1, "SAME", 1, 1, "NONE"),
     (4, 6, 18, 16, 1, 1, 1, "SAME", 1, 1, "NONE"),
+    (8, 10, 8, 16, 1, 1, 1, "SAME", 1, 1, "NONE"),
+    (6, 9, 16, 32, 1, 1, 1, "SAME", 1, 2, "RELU6"),
+    (1, 1, 8, 16, 1, 1, 1, "SAME", 1, 1, "NONE"),
 ]
+# expansions (o >= 2c) among them: conv_2d.c sends them to the lanes, not the GEMM, where the lanes take them
+EXPANSIONS = [s for s in POINT_SHAPES if s[3] >= 2 * s[2]]
 
 
 def _seed(s):
@@ -107,15 +113,6 @@ def test_lane_conv_equals_portable_and_tflm(backend, levels, shape, threads):
     np.testing.assert_array_equal(ref[0], run_tflm(model, feeds)[0])
 
 
-def _has_vbmi() -> bool:
-    from pathlib import Path
-
-    try:
-        return " avx512vbmi " in f" {Path('/proc/cpuinfo').read_text()} ".replace("\n", " ")
-    except OSError:
-        return False
-
-
 @pytest.mark.parametrize("shape", [s for s in LANE_SHAPES + POINT_SHAPES if s[9] == 1], ids=_ident)
 def test_lane_conv_taken_where_it_fits_and_exact(backend, shape):
     """edge_simd_qconv_pack keeps the pixel-lane block exactly where the shape fits it (and the CPU has AVX-512
@@ -142,7 +139,7 @@ def test_lane_conv_taken_where_it_fits_and_exact(backend, shape):
     lib.edge_simd_qconv_pack(ctypes.byref(q), 2, ctypes.byref(p), o, wt.ctypes.data, bias.ctypes.data, offset,
                              mul.ctypes.data, 1, rs.ctypes.data, 1, zp, -128, 127, dst)
     fits = qconv_lanes_bytes(shape) > 0
-    assert bool(q.lanes) == (fits and _has_vbmi())
+    assert bool(q.lanes) == (fits and has_vbmi())
     # numpy: the input padded with its zero point (x + offset = 0 there)
     xp = np.zeros((h + 2 * (kh * dil), w + 2 * (kw * dil), c), np.int64)
     xp[pt:pt + h, pl:pl + w] = x.astype(np.int64) + offset
@@ -159,3 +156,25 @@ def test_lane_conv_taken_where_it_fits_and_exact(backend, shape):
         np.testing.assert_array_equal(y[p0:p1], want[p0:p1], err_msg=f"pixels [{p0}, {p1})")
         assert (y[:p0] == 77).all() and (y[p1:] == 77).all(), f"pixels [{p0}, {p1}): wrote outside them"
     assert not owner[dst + nbytes - owner.ctypes.data:].any(), "wrote past the bytes asked for"
+
+
+@pytest.mark.parametrize("shape", EXPANSIONS, ids=_ident)
+def test_small_expansion_runs_the_lanes_not_the_gemm(backend, levels, shape):
+    """A 1x1 expansion into at most 32 channels runs the indirection conv (its pixel-lane block: no fast-path scratch)
+    where the CPU has AVX-512 VBMI, the GEMM (its im2col-free work area) where it has not; the same bytes."""
+    lib, lv = levels
+    if 2 not in lv:
+        pytest.skip("this CPU has no AVX-512 VNNI level")
+    model, feeds = _case(shape, _seed(shape))
+    lib.edge_simd_set(2)
+    try:
+        it = backend.CInterpreter(model_content=model)
+        it.allocate_tensors()
+    finally:
+        lib.edge_simd_set(-1)
+    parts = it.arena_parts()
+    if has_vbmi():
+        assert parts["fast_path_scratch"] == 0
+        assert parts["packed_weights"] >= qconv_lanes_bytes(shape) > 0
+    else:
+        assert parts["fast_path_scratch"] > 0

@@ -243,6 +243,9 @@ void edge_simd_qconv_pack(edge_simd_qconv_t *q, int32_t level, const edge_simd_d
                           const int32_t *rs, int32_t rs_stride, int32_t zp, int32_t lo, int32_t hi, void *dst);
 /* Output pixels [p0, p1) (of oh * ow) of one batch: x its input [h, w, c], y its output [oh * ow, o]. */
 void edge_simd_qconv(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y);
+/* Whether edge_simd_qconv_pack keeps the pixel-lane block (q->lanes) for geometry p into o int8 channels at `level`
+ * (x86-64 AVX-512 VNNI on a CPU with AVX-512 VBMI, the shapes edge_simd_x86.c's lanes_fit takes); 0 elsewhere. */
+int32_t edge_simd_qconv_lanes(int32_t level, const edge_simd_dwf_t *p, int32_t o);
 
 /* Output rows [oy0, oy1) of one batch: x its input, y its output, bias c floats or NULL. Returns 0 when this
  * level has no float depthwise (the caller runs its own). */

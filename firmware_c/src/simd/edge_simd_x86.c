@@ -1142,8 +1142,13 @@ T_VNNI static void qconv_vnni(const edge_simd_qconv_t *q, const int8_t *x, int32
     }
 }
 
+int32_t edge_simd_qconv_lanes(int32_t level, const edge_simd_dwf_t *p, int32_t o) {
+    return edge_simd_qconv_bytes(level, p, o) != 0 && lanes_fit(p, o) && lanes_cpu();
+}
+
 void edge_simd_qconv(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y) {
-    if (q->lanes) qconv_lanes(q, x, p0, p1, y);
+    /* one pixel of a 1x1 filter (a squeeze-excite's 1x1 input): qconv_one_pixel's row, not a group of 16 lanes */
+    if (q->lanes && (p1 - p0 > 1 || q->kh != 1 || q->kw != 1)) qconv_lanes(q, x, p0, p1, y);
     else qconv_vnni(q, x, p0, p1, y);
 }
 
