@@ -701,7 +701,8 @@ def qconv_lanes_bytes(shape) -> int:
     shape fits neither form."""
     h, w, c, o, kh, kw, stride, padding, dil = shape[:9]
     point = kh == kw == 1 and stride == 1 and c % 4 == 0 and 8 <= c <= 64 and o <= 32
-    if not point and not (c <= 4 and kw * c >= 3 and dil == 1 and kh <= 8 and 15 * stride * c + kw * c <= 128):
+    window = c <= 4 and kw * c >= 3 and dil == 1 and kh <= 8 and 15 * stride * c + kw * c <= 128 and kh * kw * c <= 256
+    if not point and not window:
         return 0
     steps, npad = -(-kh * kw * c // 4), -(-o // 16) * 16
     at = 128 + -(-steps * 16 // 64) * 64 + steps * 128 + npad * steps * 4 + npad * 4

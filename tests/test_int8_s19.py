@@ -19,7 +19,7 @@ from tests.conftest import needs_c_runtime
 from tests.oprunner import T, op_model
 from tests.peers import run_tflm
 from tests.simd_common import levels  # noqa: F401 (a fixture; backend: tests/conftest.py)
-from tests.simd_common import run_at_level
+from tests.simd_common import prepared_at_level, run_at_level
 from tests.test_c_simd import has_vbmi, qconv_lanes_bytes
 from tests.test_speed26_int8_align import _Dwf, _Qconv, _at, _lib, _requantize
 
@@ -165,14 +165,8 @@ def test_small_expansion_runs_the_lanes_not_the_gemm(backend, levels, shape):
     lib, lv = levels
     if 2 not in lv:
         pytest.skip("this CPU has no AVX-512 VNNI level")
-    model, feeds = _case(shape, _seed(shape))
-    lib.edge_simd_set(2)
-    try:
-        it = backend.CInterpreter(model_content=model)
-        it.allocate_tensors()
-    finally:
-        lib.edge_simd_set(-1)
-    parts = it.arena_parts()
+    model, _ = _case(shape, _seed(shape))
+    parts = prepared_at_level(backend, lib, 2, model).arena_parts()
     if has_vbmi():
         assert parts["fast_path_scratch"] == 0
         assert parts["packed_weights"] >= qconv_lanes_bytes(shape) > 0

@@ -628,7 +628,8 @@ static int32_t qconv_cpad(int32_t c) { return round_up(c, 4); }
  * 96x96x3 3x3 -> 16 s2 25.9 -> 15.8 us (XNNPACK 18.3), s1 101.8 -> 67.7 (70.4), 5x5 -> 24 s2 64.5 -> 51.8,
  * 3x3 -> 32 s2 35.9 -> 31.0, 226x226x3 -> 32 s2 189 -> 166. */
 #define LANES_PX 16
-#define LANES_KH 8 /* filter rows held as windows */
+#define LANES_KH 8     /* filter rows held as windows */
+#define LANES_STEPS 64 /* a group's activation vectors, one per 4 bytes of k (on the stack: 4 KB) */
 /* VPERMT2B / VPERMB: AVX-512 VBMI, which not every AVX-512 VNNI CPU has (lanes_cpu asks cpuid) */
 #define T_LANES __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
 static int lanes_cpu(void) {
@@ -664,8 +665,10 @@ static int32_t lanes_fit(const edge_simd_dwf_t *p, int32_t o) {
     if (p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->pt == 0 && p->pl == 0 && p->c % 4 == 0 &&
         p->c >= 8 && p->c <= 64 && o <= 2 * VNNI_NB)
         return LANES_POINT;
-    return p->c <= 4 && kwc >= 3 && p->dw == 1 && p->kh <= LANES_KH && 15 * p->sw * p->c + kwc <= 128 ? LANES_WINDOW
-                                                                                                    : 0;
+    return p->c <= 4 && kwc >= 3 && p->dw == 1 && p->kh <= LANES_KH && 15 * p->sw * p->c + kwc <= 128 &&
+                   p->kh * kwc <= 4 * LANES_STEPS
+               ? LANES_WINDOW
+               : 0;
 }
 
 static size_t lanes_layout(const edge_simd_dwf_t *p, int32_t o, lanes_head_t *h) {
@@ -830,17 +833,37 @@ T_LANES static INLINE void lanes_store(const lanes_head_t *h, const uint8_t *blk
     }
 }
 
+/* Every block's sums from the steps' activation vectors sv (lanes = the group's n pixels): bias, then per step 16
+ * VPDPBUSD against the channels' weight dwords broadcast; stored by lanes_store. */
+T_LANES static INLINE void lanes_blocks(const edge_simd_qconv_t *q, const uint8_t *blk, const __m512i *sv, int32_t n,
+                                        int8_t *y) {
+    const lanes_head_t *h = (const lanes_head_t *)blk;
+    const int32_t *bias = (const int32_t *)q->g.packed;
+    int32_t j, s, ch;
+    for (j = 0; j < h->nblk; j++) {
+        const int32_t *wq = (const int32_t *)(blk + h->wq) + (int64_t)j * h->steps * VNNI_NB;
+        const int32_t c0 = j * VNNI_NB, nc = h->o - c0 < VNNI_NB ? h->o - c0 : VNNI_NB;
+        __m512i acc[VNNI_NB];
+        QCONV_PRAGMA(GCC unroll 16)
+        for (ch = 0; ch < VNNI_NB; ch++) acc[ch] = _mm512_set1_epi32(bias[c0 + ch]);
+        for (s = 0; s < h->steps; s++, wq += VNNI_NB) {
+            QCONV_PRAGMA(GCC unroll 16)
+            for (ch = 0; ch < VNNI_NB; ch++) acc[ch] = _mm512_dpbusd_epi32(acc[ch], sv[s], _mm512_set1_epi32(wq[ch]));
+        }
+        lanes_store(h, blk, acc, c0, nc, n, y);
+    }
+}
+
 /* Pixels [ox, ox + n) (n <= 16) of output row oy, channel block j .. all blocks: y at the group's first pixel. */
 T_LANES static void lanes_group(const edge_simd_qconv_t *q, const uint8_t *blk, const int8_t *x, int32_t oy,
                                int32_t ox, int32_t n, int8_t *y) {
     const lanes_head_t *h = (const lanes_head_t *)blk;
     const lanes_meta_t *meta = (const lanes_meta_t *)(blk + h->meta);
     const uint8_t *idx = blk + h->idx;
-    const int32_t *bias = (const int32_t *)q->g.packed;
     const __m512i flip = _mm512_set1_epi8((char)0x80), zpb = _mm512_set1_epi8((char)h->zp8);
     const int64_t col = (int64_t)ox * h->sxb + h->col0; /* the group's window: bytes from here in each input row */
-    __m512i win[LANES_KH][2];
-    int32_t fy, j, ch, s;
+    __m512i win[LANES_KH][2], sv[LANES_STEPS];
+    int32_t fy, s;
     for (fy = 0; fy < h->kh; fy++) {
         const int32_t r = q->rows[(int64_t)oy * h->kh + fy];
         if (r < 0) { /* a row outside the input: the zero point */
@@ -854,26 +877,18 @@ T_LANES static void lanes_group(const edge_simd_qconv_t *q, const uint8_t *blk, 
             _mm512_mask_loadu_epi8(zpb, lanes_range(-col - 64, h->rowbytes - col - 64), (const void *)(row + col + 64)),
             flip);
     }
-    for (j = 0; j < h->nblk; j++) {
-        const int32_t *wq = (const int32_t *)(blk + h->wq) + (int64_t)j * h->steps * VNNI_NB;
-        const int32_t c0 = j * VNNI_NB, nc = h->o - c0 < VNNI_NB ? h->o - c0 : VNNI_NB;
-        __m512i acc[VNNI_NB];
-        QCONV_PRAGMA(GCC unroll 16)
-        for (ch = 0; ch < VNNI_NB; ch++) acc[ch] = _mm512_set1_epi32(bias[c0 + ch]);
-        for (s = 0; s < h->steps; s++, wq += VNNI_NB) {
-            const lanes_meta_t m = meta[s];
-            __m512i a = _mm512_permutex2var_epi8(win[m.fa][0], _mm512_loadu_si512((const void *)(idx + 128 * s)),
-                                                 win[m.fa][1]);
-            if (m.fb != m.fa)
-                a = _mm512_mask_blend_epi8(m.mask, a,
-                                           _mm512_permutex2var_epi8(win[m.fb][0],
-                                                                    _mm512_loadu_si512((const void *)(idx + 128 * s + 64)),
-                                                                    win[m.fb][1]));
-            QCONV_PRAGMA(GCC unroll 16)
-            for (ch = 0; ch < VNNI_NB; ch++) acc[ch] = _mm512_dpbusd_epi32(acc[ch], a, _mm512_set1_epi32(wq[ch]));
-        }
-        lanes_store(h, blk, acc, c0, nc, n, y);
+    for (s = 0; s < h->steps; s++) {
+        const lanes_meta_t m = meta[s];
+        __m512i a = _mm512_permutex2var_epi8(win[m.fa][0], _mm512_loadu_si512((const void *)(idx + 128 * s)),
+                                             win[m.fa][1]);
+        if (m.fb != m.fa)
+            a = _mm512_mask_blend_epi8(m.mask, a,
+                                       _mm512_permutex2var_epi8(win[m.fb][0],
+                                                                _mm512_loadu_si512((const void *)(idx + 128 * s + 64)),
+                                                                win[m.fb][1]));
+        sv[s] = a;
     }
+    lanes_blocks(q, blk, sv, n, y);
 }
 
 /* LANES_POINT: pixels [p, p + n) (n <= 16, contiguous: a 1x1 stride-1 filter's input pixel is its output pixel),
@@ -882,15 +897,14 @@ T_LANES static void lanes_group(const edge_simd_qconv_t *q, const uint8_t *blk, 
 T_LANES static void lanes_point(const edge_simd_qconv_t *q, const uint8_t *blk, const int8_t *x, int32_t p, int32_t n,
                                 int8_t *y) {
     const lanes_head_t *h = (const lanes_head_t *)blk;
-    const int32_t *bias = (const int32_t *)q->g.packed;
     const int32_t c = q->c, nz = c / 4, pairs = (nz + 1) / 2, bytes = n * c;
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     /* lane l's dword index l c / 4 + s: its low 5 bits pick within a pair of loads, the rest the pair */
     const __m512i base = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                             _mm512_set1_epi32(nz));
     const int8_t *src = x + (int64_t)p * c;
-    __m512i z[LANES_PX + 1], sv[LANES_PX];
-    int32_t i, s, u, j, ch;
+    __m512i z[LANES_PX + 1], sv[LANES_PX]; /* c <= 64: at most 16 loads, 16 steps */
+    int32_t i, s, u;
     for (i = 0; i < nz; i++) /* bytes past the n pixels: any (their lanes are not stored) */
         z[i] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(lanes_range(0, bytes - 64 * i), (const void *)(src + 64 * i)),
                                 flip);
@@ -903,18 +917,7 @@ T_LANES static void lanes_point(const edge_simd_qconv_t *q, const uint8_t *blk, 
                                         _mm512_permutex2var_epi32(z[2 * u], idx, z[2 * u + 1]));
         sv[s] = v;
     }
-    for (j = 0; j < h->nblk; j++) {
-        const int32_t *wq = (const int32_t *)(blk + h->wq) + (int64_t)j * h->steps * VNNI_NB;
-        const int32_t c0 = j * VNNI_NB, nc = h->o - c0 < VNNI_NB ? h->o - c0 : VNNI_NB;
-        __m512i acc[VNNI_NB];
-        QCONV_PRAGMA(GCC unroll 16)
-        for (ch = 0; ch < VNNI_NB; ch++) acc[ch] = _mm512_set1_epi32(bias[c0 + ch]);
-        for (s = 0; s < h->steps; s++, wq += VNNI_NB) {
-            QCONV_PRAGMA(GCC unroll 16)
-            for (ch = 0; ch < VNNI_NB; ch++) acc[ch] = _mm512_dpbusd_epi32(acc[ch], sv[s], _mm512_set1_epi32(wq[ch]));
-        }
-        lanes_store(h, blk, acc, c0, nc, n, y);
-    }
+    lanes_blocks(q, blk, sv, n, y);
 }
 
 T_LANES static void qconv_lanes(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y) {
