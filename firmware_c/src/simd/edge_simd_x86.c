@@ -625,8 +625,8 @@ static int32_t qconv_cpad(int32_t c) { return round_up(c, 4); }
  * outside the input. Sums per channel (lanes = pixels) are requantized with the channel's constants (rq512_scaled's
  * arithmetic: the same bytes), packed to bytes and transposed to pixel-major (two packs, a 4 x 4 exchange of 128-bit
  * lanes, one VPERMB). One-op cuts, thread CPU time, qconv_tile -> here (benchmarks/conv_igemm.py, loaded machine):
- * 96x96x3 3x3 -> 16 s2 25.9 -> 15.8 us (XNNPACK 18.3), s1 101.8 -> 67.7 (70.4), 5x5 -> 24 s2 64.5 -> 51.8,
- * 3x3 -> 32 s2 35.9 -> 31.0, 226x226x3 -> 32 s2 189 -> 166. */
+ * 96x96x3 3x3 -> 16 s2 25.9 -> 15.7 us (XNNPACK 18.3), s1 100.9 -> 60.2 (69.9), 5x5 -> 24 s2 64.4 -> 49.8,
+ * 3x3 -> 32 s2 35.8 -> 29.7, 226x226x3 -> 32 s2 189.3 -> 158.1 (185.3). */
 #define LANES_PX 16
 #define LANES_KH 8     /* filter rows held as windows */
 #define LANES_STEPS 64 /* a group's activation vectors, one per 4 bytes of k (on the stack: 4 KB) */
