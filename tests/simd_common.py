@@ -28,6 +28,18 @@ def levels(backend):
     yield from simd_levels(backend)
 
 
+def prepared_at_level(backend, lib, level, model, **kw):
+    """A CInterpreter of model (bytes) with its tensors allocated at SIMD level `level` (the paths a prepare picks
+    there: arena_parts() tells them apart); the level is uncapped again afterwards."""
+    lib.edge_simd_set(level)
+    try:
+        it = backend.CInterpreter(model_content=model, **kw)
+        it.allocate_tensors()
+    finally:
+        lib.edge_simd_set(-1)
+    return it
+
+
 def run_at_level(backend, lib, level, model, feeds, tensors=(), **kw):
     """The outputs of model (bytes or a path) on feeds, prepared at SIMD level `level` (0: the portable kernels),
     then the tensors of subgraph 0 at the indices ``tensors`` (intermediate ones a test looks into)."""

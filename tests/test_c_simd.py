@@ -116,14 +116,15 @@ def test_conv_1x1_gemm_tails_equal_portable_and_tflm(backend, levels, hw, c, o):
         return
     # the path at AVX-512 VNNI (conv_2d.c): the indirection conv (no fast-path scratch) but for an expansion (o >= 2c),
     # which keeps the GEMM on its flipped copy of 12 rows (its work area as scratch), unless few channels (o <= 8, c a
-    # multiple of 4 up to 64: edge_simd_qgemm_few, no work area)
+    # multiple of 4 up to 64: edge_simd_qgemm_few, no work area) or the pixel-lane kernel takes it (AVX-512 VBMI)
     lib.edge_simd_set(2)
     try:
         it = backend.CInterpreter(model_content=model)
         it.allocate_tensors()
     finally:
         lib.edge_simd_set(-1)
-    gemm = o >= 2 * c and not (o <= 8 and c % 4 == 0 and c <= 64)
+    lanes = has_vbmi() and qconv_lanes_bytes((*hw, c, o, 1, 1, 1, "VALID", 1)) > 0
+    gemm = o >= 2 * c and not (o <= 8 and c % 4 == 0 and c <= 64) and not lanes
     assert (it.arena_parts()["fast_path_scratch"] > 0) == gemm
 
 
@@ -682,6 +683,32 @@ QCONV_SHAPES = [
 ]
 
 
+def has_vbmi() -> bool:
+    """/proc/cpuinfo lists avx512vbmi (edge_simd_x86.c's pixel-lane kernel needs VPERMT2B / VPERMB)."""
+    from pathlib import Path
+
+    try:
+        return "avx512vbmi" in Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+
+
+def qconv_lanes_bytes(shape) -> int:
+    """The pixel-lane block edge_simd_qconv_bytes adds for few input channels or a 1x1 projection into at most 32
+    (edge_simd_x86.c lanes_fit, lanes_layout): a 128-byte head, 16 bytes of step data (rounded to a line) and a
+    128-byte window permute per 4-byte step of k = kh * kw * c, the weights as 16-channel blocks of step dwords, each
+    channel's multiplier (4 bytes, then rounded to 8) and two 64-bit constants; + 64 to start on a line. 0 where the
+    shape fits neither form."""
+    h, w, c, o, kh, kw, stride, padding, dil = shape[:9]
+    point = kh == kw == 1 and stride == 1 and c % 4 == 0 and 8 <= c <= 64 and o <= 32
+    window = c <= 4 and kw * c >= 3 and dil == 1 and kh <= 8 and 15 * stride * c + kw * c <= 128 and kh * kw * c <= 256
+    if not point and not window:
+        return 0
+    steps, npad = -(-kh * kw * c // 4), -(-o // 16) * 16
+    at = 128 + -(-steps * 16 // 64) * 64 + steps * 128 + npad * steps * 4 + npad * 4
+    return -(-at // 8) * 8 + npad * 16 + 64
+
+
 def _qconv_case(shape, seed):
     h, w, c, o, kh, kw, stride, padding, dil, n = shape
     rng = np.random.default_rng(seed)
@@ -716,8 +743,9 @@ def test_indirection_conv_equals_portable_and_tflm_and_copies_no_window(backend,
         lib.edge_simd_set(-1)
     parts = it.arena_parts()
     npad, cpad = -(-o // 16) * 16, -(-c // 4) * 4
-    # + 64: the block rounded up to a cache line (edge_simd_qconv_pack); + under 8: the persistent allocator's steps
-    want = 12 * npad + npad * kh * kw * cpad + 4 * (oh * kh + ow * kw) + cpad + 64
+    # + 64: the block rounded up to a cache line (edge_simd_qconv_pack); + under 8: the persistent allocator's steps;
+    # + the pixel-lane block (few input channels) and its own line
+    want = 12 * npad + npad * kh * kw * cpad + 4 * (oh * kh + ow * kw) + cpad + 64 + qconv_lanes_bytes(shape)
     assert parts["fast_path_scratch"] == 0
     assert want <= parts["packed_weights"] < want + 8
 

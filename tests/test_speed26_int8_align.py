@@ -35,7 +35,7 @@ class _Dwf(ctypes.Structure):
 class _Qconv(ctypes.Structure):
     """edge_simd.h's edge_simd_qconv_t."""
     _fields_ = [("g", _Qgemm)] + [(name, I32) for name in ("c", "cpad", "kh", "kw", "ow", "safe", "sxb")]
-    _fields_ += [("rows", P), ("cols", P), ("zero", P)]
+    _fields_ += [("rows", P), ("cols", P), ("zero", P), ("lanes", P)]
 
 
 def _lib(backend):

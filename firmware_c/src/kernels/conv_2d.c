@@ -108,22 +108,26 @@ static edge_status_t conv_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, conv_
      * 14x14x96->576 1.15, 7x7x320->1280 1.15, 24x24x48->96 1.12), o <= c 0.62-1.02 (56x56x96->24 0.62). */
     const int one_by_one = d->kh == 1 && d->kw == 1 && d->sh == 1 && d->sw == 1 && d->geo.pt == 0 && d->geo.pl == 0;
     const int few = one_by_one && edge_simd_qgemm_few(level, d->o, d->k);
-    if ((!one_by_one || d->o < 2 * d->c) && !few && !edge_in_patch_stage(ctx->interp, node)) {
-        edge_simd_dwf_t p;
-        memset(&p, 0, sizeof p);
-        p.h = d->geo.h;
-        p.w = d->geo.w;
-        p.c = d->c;
-        p.oh = d->geo.oh;
-        p.ow = d->geo.ow;
-        p.kh = d->kh;
-        p.kw = d->kw;
-        p.sh = d->sh;
-        p.sw = d->sw;
-        p.dh = d->dh;
-        p.dw = d->dw;
-        p.pt = d->geo.pt;
-        p.pl = d->geo.pl;
+    edge_simd_dwf_t p;
+    memset(&p, 0, sizeof p);
+    p.h = d->geo.h;
+    p.w = d->geo.w;
+    p.c = d->c;
+    p.oh = d->geo.oh;
+    p.ow = d->geo.ow;
+    p.kh = d->kh;
+    p.kw = d->kw;
+    p.sh = d->sh;
+    p.sw = d->sw;
+    p.dh = d->dh;
+    p.dw = d->dw;
+    p.pt = d->geo.pt;
+    p.pl = d->geo.pl;
+    /* An expansion into at most 32 channels where the pixel-lane kernel takes it (edge_simd_qconv_lanes: 16 pixels a
+     * vector, a sum per channel) runs it too: one-op cuts (benchmarks/conv_igemm.py workers, thread CPU time) GEMM ->
+     * lanes 48x48x8->16 13.0 -> 9.6 us, 48x48x16->32 25.1 -> 23.9, 24x24x16->32 7.0 -> 6.6. */
+    if ((!one_by_one || d->o < 2 * d->c || edge_simd_qconv_lanes(level, &p, d->o)) && !few &&
+        !edge_in_patch_stage(ctx->interp, node)) {
         bytes = edge_simd_qconv_bytes(level, &p, d->o);
         if (bytes) {
             edge_simd_qconv_t *qc = (edge_simd_qconv_t *)edge_alloc_persistent(ctx, sizeof *qc);

@@ -129,6 +129,11 @@ void edge_simd_qconv(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, in
     (void)q, (void)x, (void)p0, (void)p1, (void)y;
 }
 
+int32_t edge_simd_qconv_lanes(int32_t level, const edge_simd_dwf_t *p, int32_t o) {
+    (void)level, (void)p, (void)o;
+    return 0;
+}
+
 /* The few-channel GEMM (edge_simd.h: edge_simd_qgemm_few) is x86-64's alone too. */
 int32_t edge_simd_qgemm_few(int32_t level, int32_t n, int32_t k) {
     (void)level, (void)n, (void)k;

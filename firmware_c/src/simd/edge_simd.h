@@ -227,6 +227,10 @@ typedef struct {
     const int32_t *rows;        /* [oh][kh]: iy * w * c, or EDGE_SIMD_QCONV_OUT */
     const int32_t *cols;        /* [ow][kw]: ix * c, or EDGE_SIMD_QCONV_OUT */
     const int8_t *zero;         /* cpad bytes of the input zero point: a padding tap's row */
+    const void *lanes;          /* x86-64 with AVX-512 VBMI, few input channels (c <= 4: a first layer) or a 1x1
+                                 * projection into at most 32 channels: the pixel-lane kernel's block
+                                 * (edge_simd_x86.c qconv_lanes: 16 output pixels a vector, a sum per channel);
+                                 * NULL: the tiles above */
 } edge_simd_qconv_t;
 /* Bytes of the packed filter, the tables and the zero row for a conv of geometry p (its c, h, w, kh, kw, strides,
  * dilations, padding, output oh x ow; lo / hi unused) into o channels at `level`; 0 when the level (or the shape:
@@ -239,6 +243,9 @@ void edge_simd_qconv_pack(edge_simd_qconv_t *q, int32_t level, const edge_simd_d
                           const int32_t *rs, int32_t rs_stride, int32_t zp, int32_t lo, int32_t hi, void *dst);
 /* Output pixels [p0, p1) (of oh * ow) of one batch: x its input [h, w, c], y its output [oh * ow, o]. */
 void edge_simd_qconv(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y);
+/* Whether edge_simd_qconv_pack keeps the pixel-lane block (q->lanes) for geometry p into o int8 channels at `level`
+ * (x86-64 AVX-512 VNNI on a CPU with AVX-512 VBMI, the shapes edge_simd_x86.c's lanes_fit takes); 0 elsewhere. */
+int32_t edge_simd_qconv_lanes(int32_t level, const edge_simd_dwf_t *p, int32_t o);
 
 /* Output rows [oy0, oy1) of one batch: x its input, y its output, bias c floats or NULL. Returns 0 when this
  * level has no float depthwise (the caller runs its own). */

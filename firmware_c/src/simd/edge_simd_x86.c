@@ -610,13 +610,344 @@ enum { QCONV_MASKED = 0, QCONV_ANY = 1, QCONV_ROW = 2 }; /* qconv_tile's modes *
 
 static int32_t qconv_cpad(int32_t c) { return round_up(c, 4); }
 
+/* ------------------------------------------------------------------------------------- int8 conv, pixel lanes */
+
+/* Few input channels (c <= 4: a network's first layer, c 3): qconv_tile's taps are one VPDPBUSD step each, a
+ * quarter to three quarters of its bytes padding (c 3: 9 steps for k 27), and every step broadcasts and flips one
+ * dword per pixel for a single 16-channel block (o 16: three operations a VPDPBUSD). Here the vector's 16 lanes are
+ * 16 output pixels of one output row and each channel has its own sum: k = kh * kw * c is packed as it lies (c 3,
+ * 3x3: 7 steps of 4, not 9), and a step's 16 dwords come from the pixels' input row by one VPERMT2B over that row's
+ * 128-byte window (16 pixels' windows at sxb bytes apart: 15 sxb + kw c <= 128), flipped once per window; a step
+ * whose 4 bytes straddle two filter rows blends the two rows' permutes. Then 16 VPDPBUSD with the channels' weight
+ * dwords broadcast from memory: one activation vector serves 16 channels where qconv_tile built one per pixel.
+ * The window is loaded masked to its input row (bytes outside it, and rows outside the input, are the input's zero
+ * point: x + input_offset = 0, as qconv_tile's zero row), so border pixels need no other path and nothing is read
+ * outside the input. Sums per channel (lanes = pixels) are requantized with the channel's constants (rq512_scaled's
+ * arithmetic: the same bytes), packed to bytes and transposed to pixel-major (two packs, a 4 x 4 exchange of 128-bit
+ * lanes, one VPERMB). One-op cuts, thread CPU time, qconv_tile -> here (benchmarks/conv_igemm.py, loaded machine):
+ * 96x96x3 3x3 -> 16 s2 25.9 -> 15.7 us (XNNPACK 18.3), s1 100.9 -> 60.2 (69.9), 5x5 -> 24 s2 64.4 -> 49.8,
+ * 3x3 -> 32 s2 35.8 -> 29.7, 226x226x3 -> 32 s2 189.3 -> 158.1 (185.3). */
+#define LANES_PX 16
+#define LANES_KH 8     /* filter rows held as windows */
+#define LANES_STEPS 64 /* a group's activation vectors, one per 4 bytes of k (on the stack: 4 KB) */
+/* VPERMT2B / VPERMB: AVX-512 VBMI, which not every AVX-512 VNNI CPU has (lanes_cpu asks cpuid) */
+#define T_LANES __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
+static int lanes_cpu(void) {
+    static int vbmi = -1; /* racing threads store the same answer */
+    if (vbmi < 0) {
+        __builtin_cpu_init();
+        vbmi = __builtin_cpu_supports("avx512vbmi") ? 1 : 0;
+    }
+    return vbmi;
+}
+
+typedef struct {
+    int32_t steps, kwc, sxb, col0, rowbytes, kh, nblk, o, zp8, zp, lo, hi;
+    int32_t meta, idx, wq, mulc, addc, shc; /* byte offsets from the block's start */
+    int32_t mode;                           /* LANES_WINDOW or LANES_POINT */
+} lanes_head_t;
+
+typedef struct {
+    uint64_t mask; /* bytes of the blend taken from row fb (4 lane + byte) */
+    int32_t fa, fb;
+} lanes_meta_t;
+
+/* The two forms: LANES_WINDOW (the windows above), LANES_POINT (a 1x1 stride-1 filter without padding on 8..64
+ * channels, a multiple of 4, into at most two blocks: the projections into 16 - 32 channels, where qconv_tile's one or
+ * two blocks spend a broadcast and a flip per pixel and step: 16 pixels' c bytes are c / 4 contiguous 64-byte loads,
+ * step s's vector takes pixel p's dword p c / 4 + s from its pair of loads by VPERMT2D, the pairs blended). Cuts as
+ * above: 48x48x32 -> 16 24.0 -> 17.0 us, 112x112x32 -> 16 121.9 -> 89.1, 24x24x16 -> 16 5.7 -> 3.7, 48x48x24 -> 28
+ * 30.1 -> 27.5, 24x24x48 -> 16 7.2 -> 6.9 (the gain falls as c grows: a step blends c / 8 pairs). Kept to those
+ * shapes: not measured past 64 channels or two blocks (where qconv_tile's blocks share each broadcast). */
+enum { LANES_WINDOW = 1, LANES_POINT = 2 };
+static int32_t lanes_fit(const edge_simd_dwf_t *p, int32_t o) {
+    const int32_t kwc = p->kw * p->c;
+    if (p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->pt == 0 && p->pl == 0 && p->c % 4 == 0 &&
+        p->c >= 8 && p->c <= 64 && o <= 2 * VNNI_NB)
+        return LANES_POINT;
+    return p->c <= 4 && kwc >= 3 && p->dw == 1 && p->kh <= LANES_KH && 15 * p->sw * p->c + kwc <= 128 &&
+                   p->kh * kwc <= 4 * LANES_STEPS
+               ? LANES_WINDOW
+               : 0;
+}
+
+static size_t lanes_layout(const edge_simd_dwf_t *p, int32_t o, lanes_head_t *h) {
+    const int32_t k = p->kh * p->kw * p->c, steps = (k + 3) / 4, npad = round_up(o, VNNI_NB);
+    size_t at = (size_t)round_up((int32_t)sizeof(lanes_head_t), 64);
+    if (h) {
+        h->steps = steps;
+        h->kwc = p->kw * p->c;
+        h->sxb = p->sw * p->c;
+        h->col0 = -p->pl * p->c;
+        h->rowbytes = p->w * p->c;
+        h->kh = p->kh;
+        h->nblk = npad / VNNI_NB;
+        h->o = o;
+        h->meta = (int32_t)at;
+    }
+    at += (size_t)round_up(steps * (int32_t)sizeof(lanes_meta_t), 64);
+    if (h) h->idx = (int32_t)at;
+    at += (size_t)steps * 128;
+    if (h) h->wq = (int32_t)at;
+    at += (size_t)npad * (size_t)steps * 4;
+    if (h) h->mulc = (int32_t)at;
+    at += (size_t)npad * 4;
+    at = (size_t)round_up((int32_t)at, 8);
+    if (h) h->addc = (int32_t)at;
+    at += (size_t)npad * 8;
+    if (h) h->shc = (int32_t)at;
+    at += (size_t)npad * 8;
+    return at;
+}
+
+/* Fills the block at dst (lanes_layout's bytes): the steps' filter rows, permutes and blend masks, the weights as
+ * [block][step][16 channels] dwords (bytes past k zero), the channels' requantization constants (g's head). */
+static void lanes_pack(const edge_simd_qgemm_t *g, const edge_simd_dwf_t *p, int32_t o, const int8_t *w,
+                       int32_t input_offset, uint8_t *dst) {
+    lanes_head_t h;
+    const int32_t k = p->kh * p->kw * p->c;
+    const int32_t *mul = (const int32_t *)g->packed + g->npad, *rs = mul + g->npad;
+    int32_t s, l, b, ch;
+    lanes_layout(p, o, &h);
+    h.mode = lanes_fit(p, o);
+    h.zp8 = -input_offset;
+    h.zp = g->zp;
+    h.lo = g->lo;
+    h.hi = g->hi;
+    memcpy(dst, &h, sizeof h);
+    for (s = 0; s < h.steps; s++) {
+        lanes_meta_t m;
+        uint8_t *ia = dst + h.idx + (size_t)s * 128, *ib = ia + 64;
+        const int32_t last = 4 * s + 3 < k ? 4 * s + 3 : k - 1;
+        m.fa = 4 * s / h.kwc;
+        m.fb = last / h.kwc; /* kwc >= 3: 4 bytes touch at most two filter rows */
+        m.mask = 0;
+        for (l = 0; l < LANES_PX; l++)
+            for (b = 0; b < 4; b++) {
+                const int32_t t = 4 * s + b, row = t < k ? t / h.kwc : -1, at = t - row * h.kwc;
+                ia[4 * l + b] = (uint8_t)(l * h.sxb + (row == m.fa ? at : 0));
+                ib[4 * l + b] = (uint8_t)(l * h.sxb + (row == m.fb ? at : 0));
+                if (row == m.fb && m.fb != m.fa) m.mask |= (uint64_t)1 << (4 * l + b);
+            }
+        memcpy(dst + h.meta + (size_t)s * sizeof m, &m, sizeof m);
+    }
+    for (ch = 0; ch < g->npad; ch++) {
+        int32_t *wq = (int32_t *)(dst + h.wq) + (int64_t)(ch / VNNI_NB) * h.steps * VNNI_NB + ch % VNNI_NB;
+        const int64_t add = ((int64_t)1 << 30) + ((int64_t)1 << (30 + rs[ch])), sh = 31 + rs[ch];
+        for (s = 0; s < h.steps; s++) {
+            int8_t b4[4] = {0, 0, 0, 0};
+            for (b = 0; b < 4; b++)
+                if (ch < o && 4 * s + b < k) b4[b] = w[(int64_t)ch * k + 4 * s + b]; /* [o][kh][kw][c]: k in order */
+            memcpy(&wq[(int64_t)s * VNNI_NB], b4, 4);
+        }
+        memcpy(dst + h.mulc + (size_t)ch * 4, &mul[ch], 4);
+        memcpy(dst + h.addc + (size_t)ch * 8, &add, 8);
+        memcpy(dst + h.shc + (size_t)ch * 8, &sh, 8);
+    }
+}
+
+/* The bytes [lo, hi) of a 64-byte load as its mask (lo, hi clamped to [0, 64]). */
+static inline __mmask64 lanes_range(int64_t lo, int64_t hi) {
+    lo = lo < 0 ? 0 : lo > 64 ? 64 : lo;
+    hi = hi < 0 ? 0 : hi > 64 ? 64 : hi;
+    if (hi <= lo) return 0;
+    return (hi - lo == 64 ? ~(__mmask64)0 : (((__mmask64)1 << (hi - lo)) - 1)) << lo;
+}
+
+/* Block j's sums (acc[ch]: channel c0 + ch, lanes = the group's pixels) requantized, packed and stored as the n
+ * pixels' bytes at y (the group's first pixel; o bytes a pixel, channels c0 .. c0 + nc). */
+T_LANES static INLINE void lanes_store(const lanes_head_t *h, const uint8_t *blk, const __m512i *acc, int32_t c0,
+                                       int32_t nc, int32_t n, int8_t *y) {
+    /* the order of a group's bytes after the packs and the lane exchange: output byte 16 i + 4 v + j (pixel i of
+     * the 128-bit lane, channel 4 v + j) from byte 16 v + 4 j + i */
+    const __m512i order = _mm512_set_epi8(
+        63, 59, 55, 51, 47, 43, 39, 35, 31, 27, 23, 19, 15, 11, 7, 3, 62, 58, 54, 50, 46, 42, 38, 34, 30, 26, 22, 18,
+        14, 10, 6, 2, 61, 57, 53, 49, 45, 41, 37, 33, 29, 25, 21, 17, 13, 9, 5, 1, 60, 56, 52, 48, 44, 40, 36, 32, 28,
+        24, 20, 16, 12, 8, 4, 0);
+    const __m512i zp16 = _mm512_set1_epi16((int16_t)h->zp);
+    const __m512i lo8 = _mm512_set1_epi8((char)h->lo), hi8 = _mm512_set1_epi8((char)h->hi);
+    const __m512i neg = _mm512_set1_epi64(-((int64_t)1 << 30)), r31 = _mm512_set1_epi64((int64_t)1 << 31);
+    __m512i v[4];
+    int32_t ch;
+    /* requantized (rq512_scaled with the channel's constants in every lane), + zp and the clamp on the
+     * packed bytes (rq512_pack2's steps): v[g] lane L byte 4 j + i = channel 4 g + j, pixel 4 L + i */
+    QCONV_PRAGMA(GCC unroll 4)
+    for (ch = 0; ch < VNNI_NB; ch += 4) {
+        __m512i qv[4];
+        int32_t u;
+        QCONV_PRAGMA(GCC unroll 4)
+        for (u = 0; u < 4; u++) {
+            const int32_t cc = c0 + ch + u;
+            int32_t mc;
+            int64_t ac, sc;
+            memcpy(&mc, blk + h->mulc + (size_t)cc * 4, 4);
+            memcpy(&ac, blk + h->addc + (size_t)cc * 8, 8);
+            memcpy(&sc, blk + h->shc + (size_t)cc * 8, 8);
+            {
+                const __m512i mm = _mm512_set1_epi32(mc), add = _mm512_set1_epi64(ac), sh = _mm512_set1_epi64(sc);
+                const __m512i pe = _mm512_mul_epi32(acc[ch + u], mm);
+                const __m512i po = _mm512_mul_epi32(_mm512_shuffle_epi32(acc[ch + u], (_MM_PERM_ENUM)0xF5), mm);
+                __m512i te = _mm512_add_epi64(pe, add), to = _mm512_add_epi64(po, add);
+                te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, neg), te, r31);
+                to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, neg), to, r31);
+                te = _mm512_srav_epi64(te, sh);
+                to = _mm512_srav_epi64(to, sh);
+                qv[u] = _mm512_mask_shuffle_epi32(te, (__mmask16)0xAAAA, to, (_MM_PERM_ENUM)0xB1);
+            }
+        }
+        {
+            const __m512i w01 = _mm512_adds_epi16(_mm512_packs_epi32(qv[0], qv[1]), zp16);
+            const __m512i w23 = _mm512_adds_epi16(_mm512_packs_epi32(qv[2], qv[3]), zp16);
+            v[ch / 4] = _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(w01, w23), lo8), hi8);
+        }
+    }
+    {
+        /* out[m]: 128-bit lane m of v[0..3] (pixels 4 m .. 4 m + 3), then pixel-major by VPERMB */
+        const __m512i t0 = _mm512_shuffle_i64x2(v[0], v[1], 0x44), t1 = _mm512_shuffle_i64x2(v[0], v[1], 0xEE);
+        const __m512i t2 = _mm512_shuffle_i64x2(v[2], v[3], 0x44), t3 = _mm512_shuffle_i64x2(v[2], v[3], 0xEE);
+        __m512i out[4];
+        int32_t mq, i;
+        out[0] = _mm512_permutexvar_epi8(order, _mm512_shuffle_i64x2(t0, t2, 0x88));
+        out[1] = _mm512_permutexvar_epi8(order, _mm512_shuffle_i64x2(t0, t2, 0xDD));
+        out[2] = _mm512_permutexvar_epi8(order, _mm512_shuffle_i64x2(t1, t3, 0x88));
+        out[3] = _mm512_permutexvar_epi8(order, _mm512_shuffle_i64x2(t1, t3, 0xDD));
+        if (h->o == VNNI_NB) { /* the pixels' bytes are contiguous */
+            for (mq = 0; mq < 4 && 4 * mq < n; mq++) {
+                const int32_t px = n - 4 * mq >= 4 ? 4 : n - 4 * mq;
+                _mm512_mask_storeu_epi8((void *)(y + (int64_t)4 * mq * VNNI_NB),
+                                        px == 4 ? ~(__mmask64)0 : (((__mmask64)1 << (16 * px)) - 1), out[mq]);
+            }
+        } else {
+            const __mmask16 cm = nc >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nc) - 1u);
+            int8_t *yc = y + c0;
+            for (mq = 0; mq < 4; mq++) {
+                __m128i px4[4];
+                px4[0] = _mm512_extracti32x4_epi32(out[mq], 0);
+                px4[1] = _mm512_extracti32x4_epi32(out[mq], 1);
+                px4[2] = _mm512_extracti32x4_epi32(out[mq], 2);
+                px4[3] = _mm512_extracti32x4_epi32(out[mq], 3);
+                for (i = 0; i < 4 && 4 * mq + i < n; i++)
+                    _mm_mask_storeu_epi8((void *)(yc + (int64_t)(4 * mq + i) * h->o), cm, px4[i]);
+            }
+        }
+    }
+}
+
+/* Every block's sums from the steps' activation vectors sv (lanes = the group's n pixels): bias, then per step 16
+ * VPDPBUSD against the channels' weight dwords broadcast; stored by lanes_store. */
+T_LANES static INLINE void lanes_blocks(const edge_simd_qconv_t *q, const uint8_t *blk, const __m512i *sv, int32_t n,
+                                        int8_t *y) {
+    const lanes_head_t *h = (const lanes_head_t *)blk;
+    const int32_t *bias = (const int32_t *)q->g.packed;
+    int32_t j, s, ch;
+    for (j = 0; j < h->nblk; j++) {
+        const int32_t *wq = (const int32_t *)(blk + h->wq) + (int64_t)j * h->steps * VNNI_NB;
+        const int32_t c0 = j * VNNI_NB, nc = h->o - c0 < VNNI_NB ? h->o - c0 : VNNI_NB;
+        __m512i acc[VNNI_NB];
+        QCONV_PRAGMA(GCC unroll 16)
+        for (ch = 0; ch < VNNI_NB; ch++) acc[ch] = _mm512_set1_epi32(bias[c0 + ch]);
+        for (s = 0; s < h->steps; s++, wq += VNNI_NB) {
+            QCONV_PRAGMA(GCC unroll 16)
+            for (ch = 0; ch < VNNI_NB; ch++) acc[ch] = _mm512_dpbusd_epi32(acc[ch], sv[s], _mm512_set1_epi32(wq[ch]));
+        }
+        lanes_store(h, blk, acc, c0, nc, n, y);
+    }
+}
+
+/* Pixels [ox, ox + n) (n <= 16) of output row oy, channel block j .. all blocks: y at the group's first pixel. */
+T_LANES static void lanes_group(const edge_simd_qconv_t *q, const uint8_t *blk, const int8_t *x, int32_t oy,
+                               int32_t ox, int32_t n, int8_t *y) {
+    const lanes_head_t *h = (const lanes_head_t *)blk;
+    const lanes_meta_t *meta = (const lanes_meta_t *)(blk + h->meta);
+    const uint8_t *idx = blk + h->idx;
+    const __m512i flip = _mm512_set1_epi8((char)0x80), zpb = _mm512_set1_epi8((char)h->zp8);
+    const int64_t col = (int64_t)ox * h->sxb + h->col0; /* the group's window: bytes from here in each input row */
+    __m512i win[LANES_KH][2], sv[LANES_STEPS];
+    int32_t fy, s;
+    for (fy = 0; fy < h->kh; fy++) {
+        const int32_t r = q->rows[(int64_t)oy * h->kh + fy];
+        if (r < 0) { /* a row outside the input: the zero point */
+            win[fy][0] = win[fy][1] = _mm512_xor_si512(zpb, flip);
+            continue;
+        }
+        const int8_t *row = x + r; /* bytes [col, col + 128) of it, the ones inside [0, rowbytes) read */
+        win[fy][0] = _mm512_xor_si512(
+            _mm512_mask_loadu_epi8(zpb, lanes_range(-col, h->rowbytes - col), (const void *)(row + col)), flip);
+        win[fy][1] = _mm512_xor_si512(
+            _mm512_mask_loadu_epi8(zpb, lanes_range(-col - 64, h->rowbytes - col - 64), (const void *)(row + col + 64)),
+            flip);
+    }
+    for (s = 0; s < h->steps; s++) {
+        const lanes_meta_t m = meta[s];
+        __m512i a = _mm512_permutex2var_epi8(win[m.fa][0], _mm512_loadu_si512((const void *)(idx + 128 * s)),
+                                             win[m.fa][1]);
+        if (m.fb != m.fa)
+            a = _mm512_mask_blend_epi8(m.mask, a,
+                                       _mm512_permutex2var_epi8(win[m.fb][0],
+                                                                _mm512_loadu_si512((const void *)(idx + 128 * s + 64)),
+                                                                win[m.fb][1]));
+        sv[s] = a;
+    }
+    lanes_blocks(q, blk, sv, n, y);
+}
+
+/* LANES_POINT: pixels [p, p + n) (n <= 16, contiguous: a 1x1 stride-1 filter's input pixel is its output pixel),
+ * y at the first one. The group's 16 c bytes as c / 4 loads (masked to the n pixels': nothing read past the input),
+ * flipped once; each step's vector built once for every block. */
+T_LANES static void lanes_point(const edge_simd_qconv_t *q, const uint8_t *blk, const int8_t *x, int32_t p, int32_t n,
+                                int8_t *y) {
+    const lanes_head_t *h = (const lanes_head_t *)blk;
+    const int32_t c = q->c, nz = c / 4, pairs = (nz + 1) / 2, bytes = n * c;
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    /* lane l's dword index l c / 4 + s: its low 5 bits pick within a pair of loads, the rest the pair */
+    const __m512i base = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(nz));
+    const int8_t *src = x + (int64_t)p * c;
+    __m512i z[LANES_PX + 1], sv[LANES_PX]; /* c <= 64: at most 16 loads, 16 steps */
+    int32_t i, s, u;
+    for (i = 0; i < nz; i++) /* bytes past the n pixels: any (their lanes are not stored) */
+        z[i] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(lanes_range(0, bytes - 64 * i), (const void *)(src + 64 * i)),
+                                flip);
+    z[nz] = flip;
+    for (s = 0; s < h->steps; s++) {
+        const __m512i idx = _mm512_add_epi32(base, _mm512_set1_epi32(s)), pair = _mm512_srli_epi32(idx, 5);
+        __m512i v = _mm512_permutex2var_epi32(z[0], idx, z[1]);
+        for (u = 1; u < pairs; u++)
+            v = _mm512_mask_blend_epi32(_mm512_cmpeq_epi32_mask(pair, _mm512_set1_epi32(u)), v,
+                                        _mm512_permutex2var_epi32(z[2 * u], idx, z[2 * u + 1]));
+        sv[s] = v;
+    }
+    lanes_blocks(q, blk, sv, n, y);
+}
+
+T_LANES static void qconv_lanes(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y) {
+    const uint8_t *blk = (const uint8_t *)q->lanes;
+    const int32_t o = q->g.n;
+    int32_t p = p0;
+    if (((const lanes_head_t *)blk)->mode == LANES_POINT) {
+        for (; p < p1; p += LANES_PX)
+            lanes_point(q, blk, x, p, p1 - p < LANES_PX ? p1 - p : LANES_PX, y + (int64_t)p * o);
+        return;
+    }
+    while (p < p1) { /* groups of up to 16 pixels within one output row */
+        const int32_t oy = p / q->ow, ox = p % q->ow;
+        int32_t n = q->ow - ox;
+        if (n > p1 - p) n = p1 - p;
+        if (n > LANES_PX) n = LANES_PX;
+        lanes_group(q, blk, x, oy, ox, n, y + (int64_t)p * o);
+        p += n;
+    }
+}
+
+
 size_t edge_simd_qconv_bytes(int32_t level, const edge_simd_dwf_t *p, int32_t o) {
     const int32_t taps = p->kh * p->kw, cpad = qconv_cpad(p->c);
     if (level != EDGE_SIMD_X86_AVX512VNNI || (int64_t)p->h * p->w * p->c >= ((int64_t)1 << 30) ||
         (int64_t)p->sw * p->c >= ((int64_t)1 << 30) || (int64_t)taps * cpad > 0x3fffffff)
         return 0;
     return 3 * 4 * (size_t)round_up(o, VNNI_NB) + (size_t)round_up(o, VNNI_NB) * (size_t)taps * (size_t)cpad +
-           4 * ((size_t)p->oh * (size_t)p->kh + (size_t)p->ow * (size_t)p->kw) + (size_t)cpad + QG_PACK_ALIGN;
+           4 * ((size_t)p->oh * (size_t)p->kh + (size_t)p->ow * (size_t)p->kw) + (size_t)cpad + QG_PACK_ALIGN +
+           (lanes_fit(p, o) ? lanes_layout(p, o, NULL) + QG_PACK_ALIGN : 0); /* the pixel-lane block on a line too */
 }
 
 /* The axis table of one dimension: out[o * k + f] = (o * stride - pad + f * dil) * step when inside [0, size),
@@ -672,6 +1003,13 @@ void edge_simd_qconv_pack(edge_simd_qconv_t *q, int32_t level, const edge_simd_d
     q->rows = rows;
     q->cols = cols;
     q->zero = zero;
+    /* the pixel-lane kernel where the shape fits it and its byte packing holds the output's zero point and clamp */
+    q->lanes = NULL;
+    if (lanes_fit(p, o) && lanes_cpu() && zp >= -128 && zp <= 127 && lo >= -128 && hi <= 127) {
+        uint8_t *lb = (uint8_t *)line_align(zero + cpad);
+        lanes_pack(&q->g, p, o, w, input_offset, lb);
+        q->lanes = lb;
+    }
 }
 
 /* The sums of rows [0, QCONV_MR) (ry / cx: each row's tables at its oy / ox; rows past mr repeat row 0, their sums
@@ -807,8 +1145,14 @@ T_VNNI static void qconv_vnni(const edge_simd_qconv_t *q, const int8_t *x, int32
     }
 }
 
+int32_t edge_simd_qconv_lanes(int32_t level, const edge_simd_dwf_t *p, int32_t o) {
+    return edge_simd_qconv_bytes(level, p, o) != 0 && lanes_fit(p, o) && lanes_cpu();
+}
+
 void edge_simd_qconv(const edge_simd_qconv_t *q, const int8_t *x, int32_t p0, int32_t p1, int8_t *y) {
-    qconv_vnni(q, x, p0, p1, y);
+    /* one pixel of a 1x1 filter (a squeeze-excite's 1x1 input): qconv_one_pixel's row, not a group of 16 lanes */
+    if (q->lanes && (p1 - p0 > 1 || q->kh != 1 || q->kw != 1)) qconv_lanes(q, x, p0, p1, y);
+    else qconv_vnni(q, x, p0, p1, y);
 }
 
 
