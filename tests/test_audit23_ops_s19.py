@@ -34,7 +34,8 @@ from edge_sdk.runtime.op_table import ROWS
 from tests import litert_matrix
 from tests.conftest import HAVE_C_RUNTIME
 from tests.litert_matrix import QUANT, _t, _values
-from tests.oprunner import T, flex_options, op_model, run_on
+from tests.oprunner import T, op_model, run_on
+from tests.test_profile import state  # noqa: F401 (a fixture: the board state, boards stopped after)
 
 pytest.importorskip("ai_edge_litert")
 
@@ -551,3 +552,104 @@ def test_random_ops_are_seeded_and_drawn_from_their_distribution(op, audited):
             check_distribution(got[0], op)
     if "c" in case.results:  # seeded: the same draws in both runtimes
         np.testing.assert_array_equal(case.results["c"][0], case.results["python"][0])
+
+
+def _frozen(case: Case) -> bytes:
+    """The case's model with its inputs made constants holding the case's values (no model inputs): the board's
+    image (tools/image_main.c) feeds random bytes to inputs, which out-of-range indices, ids or sizes refuse."""
+    from edge_sdk.model import read_model, write_model
+    from edge_sdk.model.types import Buffer
+
+    model = read_model(case.model)
+    main = model.subgraphs[0]
+    for index, value in zip(main.inputs, case.inputs):
+        tensor = main.tensors[index]
+        value = np.asarray(value, dtype=tensor.dtype).reshape(tensor.shape)
+        model.buffers.append(Buffer(np.ascontiguousarray(value, value.dtype.newbyteorder("<")).tobytes()))
+        tensor.buffer = len(model.buffers) - 1
+    main.inputs = []
+    model.signature_defs = []
+    return write_model(model)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_C_RUNTIME, reason="needs the C runtime")
+def test_every_op_runs_on_the_cortex_m4_board(tmp_path, audited, state):  # noqa: F811
+    """One smallest model per op (its first case the host C runtime ran), its inputs made constants, in one
+    Cortex-M4 image for the QEMU mps2-an386 board: each runs (status 0) and gives the Python interpreter's output
+    bytes (the image's FNV hash of output 0) but for the float ops of LIBM_FLOAT, which `edge profile` validates on
+    the board within its float tolerance."""
+    import shutil
+
+    import re
+
+    from edge_sdk.runtime.c_loaded import c_bytes
+    from tests.oprunner import image_main_hash, m4_image, m4_image_reports, run_invokes
+
+    if not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")):
+        pytest.skip("needs arm-none-eabi-gcc and qemu-system-arm")
+    models = {}
+    for op in OPS:
+        if op in DATA_SIZED:
+            continue
+        ran = [c for c in audited[op] if not isinstance(c.results.get("c"), str)]
+        assert ran, f"{op}: the host C runtime ran none of its smallest models"
+        models[op.lower()] = c_bytes(_frozen(ran[0]))[0]  # a legacy UINT8 model as `edge flash` presents it
+    paths = []
+    for name, model in models.items():
+        paths.append(tmp_path / f"{name}.tflite")
+        paths[-1].write_bytes(model)
+    reports = m4_image_reports(m4_image(paths, tmp_path / "b") / "edge-image.elf", list(models))  # status 0 each
+    differ = []
+    for name, model in models.items():
+        # the image reports output 0 after its second invoke (state and random draws carry from the first)
+        (want, *_) = run_invokes("python", model, [], invocations=2, check_reset=False)
+        got = re.search(r"^out 0 (\d+)$", reports[name], re.M).group(1)
+        if got != str(image_main_hash(np.ascontiguousarray(want).tobytes())):
+            differ.append(name)
+    assert set(differ) <= {op.lower() for op in LIBM_FLOAT}, f"the M4 board's output differs from the host's on {differ}"
+    # the float ops newlib's libm (sin, cos, exp, tanh, pow, atan2) or the M4's fused multiply-add round apart from
+    # the host's glibc: one model of them all, validated by `edge profile` on the board (floats within its printed
+    # tolerance, integers bit for bit)
+    from edge_sdk.tools.profile import profile_model
+
+    path = tmp_path / "libm_float_ops.tflite"
+    path.write_bytes(_merged([models[op.lower()] for op in LIBM_FLOAT]))
+    r = profile_model(path, "qemu-mps2-an386", runs=1, build_dir=tmp_path / "fw")
+    assert r["validated"] is True and r["mismatches"] == [], r["mismatches"]
+    assert len(r["float_outputs"]) >= len(LIBM_FLOAT) and all(f["within"] for f in r["float_outputs"])
+
+
+# the ops whose smallest float models give the host's values on the M4 board within edge profile's float tolerance,
+# not bit for bit (newlib's libm or the FPU's fused multiply-add round apart from the host's glibc and x86 code)
+LIBM_FLOAT = ("RNN", "BIDIRECTIONAL_SEQUENCE_RNN", "UNIDIRECTIONAL_SEQUENCE_RNN", "LOCAL_RESPONSE_NORMALIZATION",
+              "LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM", "SIN", "COS", "ELU", "CONV_3D_TRANSPOSE", "ATAN2",
+              "TFLite_Detection_PostProcess")
+
+
+def _merged(models: list[bytes]) -> bytes:
+    """One model running the given one-subgraph models side by side (no inputs: _frozen), every output theirs."""
+    from dataclasses import replace
+
+    from edge_sdk.model import read_model, write_model
+    from edge_sdk.model.types import Buffer, Model, SubGraph
+
+    codes, buffers, tensors, operators, outputs = [], [Buffer(b"")], [], [], []
+    for k, data in enumerate(models):
+        part = read_model(data)
+        (g,) = part.subgraphs
+        code_of = []
+        for code in part.operator_codes:
+            if code not in codes:
+                codes.append(code)
+            code_of.append(codes.index(code))
+        first_buffer, first_tensor = len(buffers), len(tensors)
+        buffers.extend(Buffer(bytes(b.data)) for b in part.buffers[1:])
+        tensors.extend(replace(t, name=f"m{k}/{t.name}", buffer=t.buffer and t.buffer - 1 + first_buffer)
+                       for t in g.tensors)
+        at = lambda ids: [i if i < 0 else i + first_tensor for i in ids]  # noqa: E731
+        operators.extend(replace(op, opcode_index=code_of[op.opcode_index], inputs=at(op.inputs),
+                                 outputs=at(op.outputs), intermediates=at(op.intermediates)) for op in g.operators)
+        outputs.extend(at(g.outputs))
+    return write_model(Model(codes, [SubGraph(tensors, [], outputs, operators, "main")], buffers,
+                             description="issue 23 audit: float ops side by side"))

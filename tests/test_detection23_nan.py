@@ -4,8 +4,9 @@ does with one class per detection on rows of up to three classes: measured here)
 never a candidate, and with max_classes_per_detection > 1 (where LiteRT's std::partial_sort leaves the order
 undefined) a detection's NaN classes fill its last slots with their NaN scores. LiteRT's one-class argmax on four or
 more classes is not NaN-consistent (measured: [NaN, 0.5, 0.2, 0.7, 0.1] gives no detection, [NaN, 0.6, 0.3, 0.3, 0.3]
-one; of four classes a leading NaN always wins): there we hold the two runtimes to our order, not to LiteRT. Before, the C kernel took a leading NaN
-as an anchor's best (no candidate) where LiteRT and the Python kernel took the best number."""
+one; of four classes a leading NaN always wins): there we hold the two runtimes to our order, not to LiteRT.
+Before, the C kernel took a leading NaN as an anchor's best (no candidate) where LiteRT and the Python kernel took the
+best number."""
 
 from __future__ import annotations
 
