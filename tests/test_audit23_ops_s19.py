@@ -20,6 +20,7 @@ says, in one place, that nothing on the issue's list is missing a runtime, a pee
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
 import subprocess
@@ -72,7 +73,6 @@ class Case:
     dtype: str
     model: bytes
     inputs: list
-    extra_tflm: bool = True  # False: TFLM is not compared (a case its kernel is known to differ on, said where set)
     results: dict = field(default_factory=dict)  # runner -> outputs, or the one-line error
 
 
@@ -85,8 +85,16 @@ def _i32(values) -> T:
     return T(v.shape, "INT32", data=v)
 
 
-def _q(dtype: str) -> dict:
-    return dict(zip(("scale", "zero_point"), QUANT[dtype])) if dtype in QUANT else {}
+@contextlib.contextmanager
+def _seeded(module):
+    """The module's RNG (the op test modules' builders draw weights and inputs from it) at a fixed state for the
+    block, then back where it was: the smallest models are the same bytes whatever ran before (fuzz seeds)."""
+    saved = module.RNG.bit_generator.state
+    module.RNG.bit_generator.state = np.random.default_rng(23).bit_generator.state
+    try:
+        yield
+    finally:
+        module.RNG.bit_generator.state = saved
 
 
 def _family(op: str, rng) -> list[Case]:
@@ -243,12 +251,15 @@ def _complex_and_audio(rng) -> dict:
                                  [window_values((4, 5), d, rng), window_init(f, d)])
                             for d, f in (("FLOAT32", "ADD"), ("INT32", "MAXIMUM"), ("INT8", "MINIMUM"), ("BOOL", "ALL"),
                                          ("INT64", "MUL"), ("UINT8", "ADD"), ("INT16", "MAXIMUM"))]
+    from tests import test_ops_detection_audio
+
     det = []
     for regular in (False, True):
         for enc, cls in (("FLOAT32", "FLOAT32"), ("UINT8", "UINT8"), ("FLOAT32", "INT8")):
+            with _seeded(test_ops_detection_audio):
+                feeds = detection_inputs(3, 1, enc_type=enc, cls_type=cls)
             det.append(Case(f"{cls} {'regular' if regular else 'fast'}", detection_model(
-                3, 1, max_det=4, per_anchor=1, regular=regular, enc_type=enc, cls_type=cls),
-                detection_inputs(3, 1, enc_type=enc, cls_type=cls)))
+                3, 1, max_det=4, per_anchor=1, regular=regular, enc_type=enc, cls_type=cls), feeds))
     out["TFLite_Detection_PostProcess"] = det
     out["Mfcc"] = [Case("FLOAT32", mfcc_model(2, 129), [(rng.random((1, 2, 129)) ** 3 * 50).astype(np.float32)])]
     out["AudioSpectrogram"] = [Case("FLOAT32", spectrogram_model(200, 1, 64, 50, False),
@@ -257,6 +268,13 @@ def _complex_and_audio(rng) -> dict:
 
 
 def _recurrent(rng) -> dict:
+    from tests import test_ops_recurrent
+
+    with _seeded(test_ops_recurrent):
+        return _recurrent_models(rng)
+
+
+def _recurrent_models(rng) -> dict:
     from tests.test_ops_recurrent import bidirectional_rnn_model, lstm_gates, lstm_states, rnn_weights
 
     b, i, u, steps = 2, 3, 4, 3
@@ -500,7 +518,7 @@ def test_op_row(op, audited):
             continue
         # LiteRT (where it takes the type) and TFLM (where it has the op for the type) are each compared
         lite_ran = not isinstance(lite, str)
-        tflm_ran = case.extra_tflm and tflm is not None and not isinstance(tflm, str)
+        tflm_ran = tflm is not None and not isinstance(tflm, str)
         with_litert += lite_ran
         with_tflm += tflm_ran
         for runtime in ("python", "c"):
@@ -653,3 +671,33 @@ def _merged(models: list[bytes]) -> bytes:
         outputs.extend(at(g.outputs))
     return write_model(Model(codes, [SubGraph(tensors, [], outputs, operators, "main")], buffers,
                              description="issue 23 audit: float ops side by side"))
+
+
+def fuzz_seed_models() -> dict[str, bytes]:
+    """The smallest models as fuzz seeds (firmware_c/fuzz/seed_corpus.py: the C runner's libFuzzer session): one per
+    op and type, by name "audit23-<op>-<type>"."""
+    seeds = {}
+    for op, cases in all_cases().items():
+        for case in cases:
+            label = "".join(ch if ch.isalnum() else "_" for ch in case.dtype).lower()
+            seeds[f"audit23-{op.lower()}-{label}"] = case.model
+    return seeds
+
+
+def fuzz_merged_model() -> bytes:
+    """Every listed op's first smallest model of one subgraph (IF / WHILE / CALL_ONCE are fuzzed in models of their
+    own), its inputs made constants, side by side in one model (tests/test_fuzz.py: the Python loader and
+    interpreter's fuzz, one model so that its case count stays what it was)."""
+    cases = all_cases()
+    parts = []
+    for op in OPS:
+        if op in CONTROL_FLOW:
+            continue
+        for case in cases[op]:  # the first the Python interpreter runs (the generic forms try types it has not)
+            try:
+                run_on("python", case.model, case.inputs)
+            except Exception:  # noqa: BLE001 - a type the op does not take: the next case
+                continue
+            parts.append(_frozen(case))
+            break
+    return _merged(parts)
