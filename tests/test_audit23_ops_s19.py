@@ -33,12 +33,13 @@ import pytest
 
 from edge_sdk.runtime.op_table import ROWS
 from tests import litert_matrix
-from tests.conftest import HAVE_C_RUNTIME
+from tests.conftest import needs_c_runtime
 from tests.litert_matrix import QUANT, _t, _values
 from tests.oprunner import T, op_model, run_on
 from tests.test_profile import state  # noqa: F401 (a fixture: the board state, boards stopped after)
 
 pytest.importorskip("ai_edge_litert")
+pytestmark = needs_c_runtime  # the audit is of both runtimes: without the C one it has nothing to say
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -424,10 +425,9 @@ def _one_line(exc: Exception) -> str:
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory) -> dict[str, list[Case]]:
     cases = all_cases()
-    runtimes = ("python", "c") if HAVE_C_RUNTIME else ("python",)
     flat = [c for op in OPS for c in cases.get(op, [])]
     for case in flat:
-        for runner in ("litert",) + runtimes:
+        for runner in ("litert", "python", "c"):
             try:
                 case.results[runner] = _litert(case) if runner == "litert" else run_on(runner, case.model, case.inputs)
             except Exception as exc:  # noqa: BLE001 - a refusal is a result: the row judges it
@@ -508,10 +508,9 @@ def test_op_row(op, audited):
         if op in RANDOM:
             continue  # judged in test_random_ops_are_seeded_and_drawn_from_their_distribution
         if op in DATA_SIZED:
-            if "c" in res:
-                text = res["c"] if isinstance(res["c"], str) else ""
-                if "depends on the data" not in text:
-                    problems.append(f"{case.dtype}: C gave {text or 'outputs'} (want a refusal naming the reason)")
+            text = res["c"] if isinstance(res["c"], str) else ""
+            if "depends on the data" not in text:
+                problems.append(f"{case.dtype}: C gave {text or 'outputs'} (want a refusal naming the reason)")
             problem = _differs(res["python"], lite, case.dtype) if not isinstance(lite, str) else "LiteRT refused"
             if problem:
                 problems.append(f"{case.dtype} python vs LiteRT: {problem}")
@@ -522,8 +521,6 @@ def test_op_row(op, audited):
         with_litert += lite_ran
         with_tflm += tflm_ran
         for runtime in ("python", "c"):
-            if runtime not in res:
-                continue
             problem = _differs(res[runtime], lite, case.dtype) if lite_ran else None
             if problem:
                 problems.append(f"{case.dtype} {runtime} vs LiteRT: {problem}")
@@ -559,17 +556,15 @@ def test_random_ops_are_seeded_and_drawn_from_their_distribution(op, audited):
     lite = case.results["litert"]
     assert not isinstance(lite, str), f"{op}: LiteRT refused its model: {lite}"
     for runtime in ("python", "c"):
-        got = case.results.get(runtime)
-        if got is None:
-            continue
+        got = case.results[runtime]
         assert not isinstance(got, str), f"{op} {runtime}: {got}"
         assert got[0].shape == lite[0].shape and got[0].dtype == lite[0].dtype, (op, runtime)
         if op == "MULTINOMIAL":
             check_frequencies(got[0])
         else:
             check_distribution(got[0], op)
-    if "c" in case.results:  # seeded: the same draws in both runtimes
-        np.testing.assert_array_equal(case.results["c"][0], case.results["python"][0])
+    # seeded: the same draws in both runtimes
+    np.testing.assert_array_equal(case.results["c"][0], case.results["python"][0])
 
 
 def _frozen(case: Case) -> bytes:
@@ -591,7 +586,6 @@ def _frozen(case: Case) -> bytes:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not HAVE_C_RUNTIME, reason="needs the C runtime")
 def test_every_op_runs_on_the_cortex_m4_board(tmp_path, audited, state):  # noqa: F811
     """One smallest model per op (its first case the host C runtime ran), its inputs made constants, in one
     Cortex-M4 image for the QEMU mps2-an386 board: each runs (status 0) and gives the Python interpreter's output
