@@ -98,13 +98,36 @@ def _seeded(module):
         module.RNG.bit_generator.state = saved
 
 
+# types a one-op model feeds directly beyond tests/litert_matrix.py's (its generic forms draw values for those only)
+WIDE_TYPES = ("FLOAT16", "FLOAT64", "UINT16", "UINT32", "UINT64")
+
+
+def _wide_values(rng, dtype: str, shape, small: bool = False) -> np.ndarray:
+    """Values of a WIDE_TYPES (or litert_matrix) type: floats in [-2, 2], unsigned integers in [0, 5] (small:
+    [0, 3], a shift count)."""
+    if dtype not in WIDE_TYPES:
+        return _values(rng, dtype, shape, small=small)
+    if dtype.startswith("FLOAT"):
+        return rng.uniform(-2.0, 2.0, shape).astype(_np(dtype))
+    return rng.integers(0, 3 if small else 5, shape, endpoint=True).astype(_np(dtype))
+
+
 def _family(op: str, rng) -> list[Case]:
-    """tests/litert_matrix.py's generic one-op form of the op's family, on each of its candidate types."""
+    """tests/litert_matrix.py's generic one-op form of the op's family, on each of its candidate types; and the
+    unary / binary form on the row's types beyond those (FLOAT16 SIN, FLOAT64 ATAN2, UINT32 RIGHT_SHIFT, ...)."""
     cases = []
     for dtype in litert_matrix.DTYPES:
         c = litert_matrix.family_case(op, dtype, rng)
         if c is not None:
             cases.append(Case(dtype, c.model, c.inputs))
+    family, shape = ROWS[op].family, (1, 3, 4)
+    for dtype in (d for d in ROWS[op].dtypes if d in WIDE_TYPES):
+        if family == "unary" and op != "BUCKETIZE":
+            cases.append(Case(dtype, op_model(op, [T(shape, dtype)], [T(shape, dtype)]),
+                              [_wide_values(rng, dtype, shape)]))
+        elif family == "binary":
+            cases.append(Case(dtype, op_model(op, [T(shape, dtype), T(shape, dtype)], [T(shape, dtype)]),
+                              [_wide_values(rng, dtype, shape), _wide_values(rng, dtype, shape, op == "RIGHT_SHIFT")]))
     return cases
 
 
@@ -187,8 +210,8 @@ def _math(rng) -> dict:
     out["LOCAL_RESPONSE_NORMALIZATION"] = [Case("FLOAT32", op_model(
         "LOCAL_RESPONSE_NORMALIZATION", [T((1, 2, 2, 6), "FLOAT32")], [T((1, 2, 2, 6), "FLOAT32")],
         {"radius": 2, "bias": 1.0, "alpha": 0.5, "beta": 0.75}), [_values(rng, "FLOAT32", (1, 2, 2, 6))])]
-    row_types = lambda op: [d for d in ROWS[op].dtypes if d in litert_matrix.DTYPES]  # noqa: E731
-    out["RANK"] = [Case(d, op_model("RANK", [_t(d, (2, 3, 1))], [T((), "INT32")]), [_values(rng, d, (2, 3, 1))])
+    row_types = lambda op: [d for d in ROWS[op].dtypes if d in litert_matrix.DTYPES + WIDE_TYPES]  # noqa: E731
+    out["RANK"] = [Case(d, op_model("RANK", [_t(d, (2, 3, 1))], [T((), "INT32")]), [_wide_values(rng, d, (2, 3, 1))])
                    for d in row_types("RANK")]
     out["FAKE_QUANT"] = [Case("FLOAT32", op_model("FAKE_QUANT", [T((2, 8), "FLOAT32")], [T((2, 8), "FLOAT32")],
                                                   {"min": -1.5, "max": 2.0, "num_bits": 8, "narrow_range": False},
@@ -198,7 +221,7 @@ def _math(rng) -> dict:
                                                T((), d, data=np.array(k, _np(d)))], [T((n,), d)]), [])
                     for d, s, e, k, n in (("FLOAT32", 0.5, 3.0, 0.75, 4), ("INT32", 7, -2, -3, 3), ("INT64", 0, 5, 2, 3))]
     out["FILL"] = [Case(d, op_model("FILL", [_i32([2, 3]), T((), d)], [T((2, 3), d)]),
-                        [np.array(_values(rng, d, (1,))[0])]) for d in row_types("FILL")]
+                        [np.array(_wide_values(rng, d, (1,))[0])]) for d in row_types("FILL")]
     out["ADD_N"] = [Case(d, op_model("ADD_N", [_t(d, (2, 3)), _t(d, (2, 3)), _t(d, (2, 3))], [_t(d, (2, 3))]),
                          [_values(rng, d, (2, 3), small=True) for _ in range(3)]) for d in row_types("ADD_N")]
     out["BROADCAST_ARGS"] = [Case(d, op_model("BROADCAST_ARGS", [T((3,), d), T((2,), d)], [T((3,), d)]),
@@ -208,7 +231,7 @@ def _math(rng) -> dict:
                      for d in row_types("CUMSUM")]
     out["BUCKETIZE"] = [Case(d, op_model("BUCKETIZE", [T((2, 4), d)], [T((2, 4), "INT32")],
                                          {"boundaries": [-2.0, 0.0, 1.5, 3.0]}),
-                             [np.array([[-5, -2, -1, 0], [1, 2, 3, 4]]).astype(_np(d))]) for d in ("FLOAT32", "INT32", "INT64")]
+                             [np.array([[-5, -2, -1, 0], [1, 2, 3, 4]]).astype(_np(d))]) for d in row_types("BUCKETIZE")]
     for op in ("UNSORTED_SEGMENT_SUM", "UNSORTED_SEGMENT_PROD", "UNSORTED_SEGMENT_MAX", "UNSORTED_SEGMENT_MIN"):
         out[op] = [Case(d, op_model(op, [T((5, 2), d), T((5,), "INT32"), T((), "INT32", data=np.array(3, np.int32))],
                                     [T((3, 2), d)]), [_values(rng, d, (5, 2), small=True), np.array([2, 0, 2, 1, 0], np.int32)])
@@ -219,14 +242,16 @@ def _math(rng) -> dict:
     for src, dst, shape, out_shape in (("FLOAT32", "INT32", (2, 3), (2, 3)), ("INT32", "UINT8", (2,), (2, 4)),
                                        ("INT8", "BOOL", (4,), (4,)), ("INT16", "FLOAT16", (3,), (3,)),
                                        ("UINT8", "INT8", (5,), (5,)), ("INT64", "FLOAT64", (2,), (2,)),
-                                       ("BOOL", "UINT8", (3,), (3,))):
+                                       ("BOOL", "UINT8", (3,), (3,)), ("FLOAT16", "INT16", (3,), (3,)),
+                                       ("FLOAT64", "INT64", (2,), (2,)), ("UINT16", "INT16", (3,), (3,)),
+                                       ("UINT32", "FLOAT32", (2,), (2,)), ("UINT64", "INT64", (2,), (2,))):
         raw = rng.integers(0, 2 if dst == "BOOL" else 256, int(np.prod(shape)) * np.dtype(_np(src)).itemsize,
                            dtype=np.uint8)
         bitcast.append(Case(f"{src}->{dst}", op_model("BITCAST", [T(shape, src)], [T(out_shape, dst)]),
                             [raw.view(_np(src)).reshape(shape)]))
     out["BITCAST"] = bitcast
     out["DILATE"] = [Case(d, op_model("DILATE", [T((2, 3), d), _i32([2, 3]), T((), d)], [T((3, 7), d)]),
-                          [_values(rng, d, (2, 3)), np.array(1 if d == "BOOL" else 7).astype(_np(d))])
+                          [_wide_values(rng, d, (2, 3)), np.array(1 if d == "BOOL" else 7).astype(_np(d))])
                      for d in row_types("DILATE")]
     return out
 
@@ -251,7 +276,7 @@ def _complex_and_audio(rng) -> dict:
     out["REDUCE_WINDOW"] = [Case(d, reduce_window_model((4, 5), (2, 2), (1, 2), (1, 1), d, f),
                                  [window_values((4, 5), d, rng), window_init(f, d)])
                             for d, f in (("FLOAT32", "ADD"), ("INT32", "MAXIMUM"), ("INT8", "MINIMUM"), ("BOOL", "ALL"),
-                                         ("INT64", "MUL"), ("UINT8", "ADD"), ("INT16", "MAXIMUM"))]
+                                         ("INT64", "MUL"), ("UINT8", "ADD"), ("INT16", "MAXIMUM"), ("FLOAT64", "MINIMUM"))]
     from tests import test_ops_detection_audio
 
     det = []
@@ -543,7 +568,7 @@ def test_every_row_type_has_a_smallest_model(audited):
     for op in OPS:
         got = {c.dtype.split("/")[0].split("->")[0].split(" ")[0] for c in audited[op]}
         for dtype in ROWS[op].dtypes:
-            if dtype in litert_matrix.DTYPES and dtype not in got and op not in CONTROL_FLOW + RANDOM:
+            if dtype not in got and op not in CONTROL_FLOW + RANDOM:
                 missing.append(f"{op} {dtype}")
     assert not missing, missing
 
