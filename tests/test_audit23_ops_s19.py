@@ -645,9 +645,8 @@ def test_every_op_runs_on_the_cortex_m4_board(tmp_path, audited, state):  # noqa
         if got != str(image_main_hash(np.ascontiguousarray(want).tobytes())):
             differ.append(name)
     assert set(differ) <= {op.lower() for op in LIBM_FLOAT}, f"the M4 board's output differs from the host's on {differ}"
-    # the float ops newlib's libm (sin, cos, exp, tanh, pow, atan2) or the M4's fused multiply-add round apart from
-    # the host's glibc: one model of them all, validated by `edge profile` on the board (floats within its printed
-    # tolerance, integers bit for bit)
+    # the float ops of LIBM_FLOAT: one model of them all, validated by `edge profile` on the board (floats within its
+    # printed tolerance, integers bit for bit)
     from edge_sdk.tools.profile import profile_model
 
     path = tmp_path / "libm_float_ops.tflite"
@@ -657,11 +656,14 @@ def test_every_op_runs_on_the_cortex_m4_board(tmp_path, audited, state):  # noqa
     assert len(r["float_outputs"]) >= len(LIBM_FLOAT) and all(f["within"] for f in r["float_outputs"])
 
 
-# the ops whose smallest float models give the host's values on the M4 board within edge profile's float tolerance,
-# not bit for bit (newlib's libm or the FPU's fused multiply-add round apart from the host's glibc and x86 code)
+# the float ops whose results on the M4 board may round apart from the host's (newlib's libm - sin, cos, exp, tanh,
+# pow, atan2, hypot, log - or the FPU's fused multiply-add, against glibc and x86 code): held to edge profile's float
+# tolerance, not to the host's bits (measured: all but Mfcc and AudioSpectrogram differ in some bits). Not RFFT2D
+# (its cosines and sines give the host's bits here): its COMPLEX64 output has no form on edge profile's serial link
+# (serial_link.WIRE_TYPES), so it is held to the host's bits in the image alone
 LIBM_FLOAT = ("RNN", "BIDIRECTIONAL_SEQUENCE_RNN", "UNIDIRECTIONAL_SEQUENCE_RNN", "LOCAL_RESPONSE_NORMALIZATION",
-              "LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM", "SIN", "COS", "ELU", "CONV_3D_TRANSPOSE", "ATAN2",
-              "TFLite_Detection_PostProcess")
+              "LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM", "SIN", "COS", "ELU", "CONV_3D_TRANSPOSE", "ATAN2", "COMPLEX_ABS",
+              "TFLite_Detection_PostProcess", "Mfcc", "AudioSpectrogram")
 
 
 def _merged(models: list[bytes]) -> bytes:
