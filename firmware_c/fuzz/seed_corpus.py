@@ -7,7 +7,8 @@ Writes OUT_DIR/*.tflite:
   - every .tflite under ../shared/models up to --max-bytes (default 320 KB; bigger ones only slow the
     fuzzer, and the harness's fixed arena refuses them anyway), when that folder exists;
   - small one-operator models built with our writer (tests/oprunner.py) for the ops the C runtime has, int8
-    (and a few int16 / float32), so that mutations start next to every kernel's prepare and eval.
+    (and a few int16 / float32), so that mutations start next to every kernel's prepare and eval; and issue 23's
+    ops, one smallest model per op and type (tests/test_audit23_ops_s19.py), IF / WHILE / CALL_ONCE subgraphs too.
 OUT_DIR/.max_len gets the largest seed's size (libFuzzer's -max_len).
 """
 
@@ -159,6 +160,11 @@ def writer_models() -> dict[str, bytes]:
     m["lstm_int8_layer_norm"] = int8_lstm_model(3, True, 2.0)
     m["sequence_lstm_int8_layer_norm"] = int8_lstm_model(21, True, sequence=(4, False))
     m["lstm_basic_uint8"] = basic_uint8_model(11)
+    # issue 23's ops (tests/test_audit23_ops_s19.py): each op's smallest model per type, CALL_ONCE's init
+    # subgraph with resource variables, and UNIQUE / WHERE (which the C runtime refuses at load, saying why)
+    from tests.test_audit23_ops_s19 import fuzz_seed_models
+
+    m.update(fuzz_seed_models())
     return m
 
 

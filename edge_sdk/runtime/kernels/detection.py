@@ -23,7 +23,11 @@ nothing of it is shared.
 - Fast NMS (use_regular_nms false): each anchor's classes sorted by score (ties: the lower class first, as TFLM;
   LiteRT's std::partial_sort leaves ties unspecified) and NMS over each anchor's best score; selected anchor k
   fills slots k * max_classes_per_detection + c for its top min(max_classes_per_detection, num_classes) classes;
-  num_detections counts the anchors. Slots no anchor fills are 0 here (LiteRT leaves them unwritten).
+  num_detections counts the anchors. Slots no anchor fills are 0 here (LiteRT leaves them unwritten). A NaN score
+  ranks below every number (-inf too), NaNs in class order: an anchor's best score is its best number (LiteRT's
+  choice with one class per detection, measured), a row of NaNs is no candidate, and with
+  max_classes_per_detection > 1 (LiteRT's partial sort leaves that order undefined) NaN classes fill a detection's
+  last slots with their NaN scores; the C kernel ranks alike.
 - Regular NMS: NMS per class (up to min(detections_per_class, max_detections) boxes each), the classes' selections
   merged by descending score (earlier classes first on ties), the best max_detections kept; the slots after them
   are 0; num_detections counts the kept ones.

@@ -294,7 +294,12 @@ void edge_eval_detection_postprocess(const edge_node_t *node, edge_ctx_t *ctx) {
     memset(out_scores, 0, sizeof(float) * (size_t)slots);
     if (!d->regular) {
         int32_t selected;
-        for (i = 0; i < n; i++) { /* each anchor's top classes (ties: the lower class), its best score */
+        /* each anchor's top classes (ties: the lower class), its best score. A NaN score ranks below every number
+         * (-inf too), NaNs in class order: an anchor's best score is its best number (LiteRT's choice with one class
+         * per detection, measured), a row of NaNs is no candidate, and with max_classes_per_detection > 1 (where
+         * LiteRT's order is undefined) NaN classes fill a detection's last slots, their scores NaN (kernels/
+         * detection.py: the same order) */
+        for (i = 0; i < n; i++) {
             const float *row = scores + i * cb + d->label_offset;
             int32_t *r = ranked + i * d->categories;
             for (k = 0; k < d->categories; k++) {
@@ -303,7 +308,7 @@ void edge_eval_detection_postprocess(const edge_node_t *node, edge_ctx_t *ctx) {
                     for (j = 0; j < k && r[j] != c; j++) {
                     }
                     if (j < k) continue; /* already ranked */
-                    if (best < 0 || row[c] > row[best]) best = c;
+                    if (best < 0 || row[c] > row[best] || (row[best] != row[best] && row[c] == row[c])) best = c;
                 }
                 r[k] = best;
             }
