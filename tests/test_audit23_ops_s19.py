@@ -659,8 +659,8 @@ def test_every_op_runs_on_the_cortex_m4_board(tmp_path, audited, state):  # noqa
 # the float ops whose results on the M4 board may round apart from the host's (newlib's libm - sin, cos, exp, tanh,
 # pow, atan2, hypot, log - or the FPU's fused multiply-add, against glibc and x86 code): held to edge profile's float
 # tolerance, not to the host's bits (measured: all but Mfcc and AudioSpectrogram differ in some bits). Not RFFT2D
-# (its cosines and sines give the host's bits here): its COMPLEX64 output has no form on edge profile's serial link
-# (serial_link.WIRE_TYPES), so it is held to the host's bits in the image alone
+# (its cosines and sines give the host's bits here): held to the host's bits in the image; its COMPLEX64 output
+# through edge profile: tests/test_profile_complex.py
 LIBM_FLOAT = ("RNN", "BIDIRECTIONAL_SEQUENCE_RNN", "UNIDIRECTIONAL_SEQUENCE_RNN", "LOCAL_RESPONSE_NORMALIZATION",
               "LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM", "SIN", "COS", "ELU", "CONV_3D_TRANSPOSE", "ATAN2", "COMPLEX_ABS",
               "TFLite_Detection_PostProcess", "Mfcc", "AudioSpectrogram")

@@ -82,7 +82,7 @@ LOG_LEVELS = {0: "debug", 1: "info", 2: "warning", 3: "error"}
 # The TFLite TensorTypes the protocol carries (docs/serial-protocol.md, tensor record): code -> (name, numpy
 # dtype as on the wire, little-endian). Codes and dtypes come from model.types.TENSOR_TYPES (the one table).
 WIRE_TYPES = ("FLOAT32", "FLOAT16", "INT32", "UINT8", "INT64", "BOOL", "INT16", "INT8", "FLOAT64", "UINT64",
-              "UINT32", "UINT16")
+              "UINT32", "UINT16", "COMPLEX64")
 TENSOR_TYPE_CODES: dict[int, tuple[str, str]] = {
     TENSOR_TYPES[name][0]: (name, TENSOR_TYPES[name][1].newbyteorder("<").str) for name in WIRE_TYPES
 }

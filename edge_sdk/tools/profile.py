@@ -232,6 +232,8 @@ def compare_outputs(device: list[np.ndarray], host: list[np.ndarray], model, flo
             out.append({**base, "elements": int(h.size), "differ": int(h.size),
                         "message": f"device {d.dtype} {list(d.shape)} vs host {h.dtype} {list(h.shape)}"})
             continue
+        if h.dtype.kind == "c":  # complex (RFFT2D): its real and imaginary parts held as floats, [..., 2]
+            d, h = (np.ascontiguousarray(a).view(a.real.dtype).reshape(*a.shape, 2) for a in (d, h))
         diff = _bits(d) != _bits(h)
         if h.dtype.kind == "f":
             bad, largest = _float_difference(d, h)
