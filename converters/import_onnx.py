@@ -95,7 +95,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edge_sdk.errors import ConversionError, ModelError
+from edge_sdk.errors import ConversionError, ModelError, SettingError
 from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.types import Model, Quantization
 from edge_sdk.runtime import op_table
@@ -118,6 +118,11 @@ _ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5
           -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
 _ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
           -1.42647390514189e-02)
+
+
+# the caller's argument a message names: the flag and the convert() keyword
+SHAPE_FLAG = "--input-shape (input_shapes=)"
+PIN_FLAG = "--input-value (input_values=)"
 
 
 class _Unsupported(Exception):
@@ -1038,19 +1043,19 @@ class _Importer:
             return {}
         if not isinstance(given, dict):
             if len(names) != 1:
-                raise ConversionError(f"input_shapes: a bare shape is for a one-input model; this one has inputs "
+                raise SettingError(f"{SHAPE_FLAG}: a bare shape is for a one-input model; this one has inputs "
                                       f"{', '.join(names)} (give NAME:D0,D1,... for each)")
             given = {names[0]: given}
         out = {}
         for name, shape in given.items():
             if name not in names:
-                raise ConversionError(f"input_shapes: the model has no input '{name}' (inputs: {', '.join(names)})")
+                raise SettingError(f"{SHAPE_FLAG}: the model has no input '{name}' (inputs: {', '.join(names)})")
             try:
                 dims = tuple(int(d) for d in shape)
             except (TypeError, ValueError):
-                raise ConversionError(f"input_shapes: input '{name}': {shape!r} is not a list of ints") from None
+                raise SettingError(f"{SHAPE_FLAG}: input '{name}': {shape!r} is not a list of ints") from None
             if not dims or any(d < 1 for d in dims):
-                raise ConversionError(f"input_shapes: input '{name}': dims must be positive, not {list(dims)}")
+                raise SettingError(f"{SHAPE_FLAG}: input '{name}': dims must be positive, not {list(dims)}")
             out[name] = dims
         return out
 
@@ -1063,16 +1068,16 @@ class _Importer:
         if not self.input_values:
             return
         if not isinstance(self.input_values, dict):
-            raise ConversionError(f"input_values: a dict {{input name: value}} is expected, not "
+            raise SettingError(f"{PIN_FLAG}: a dict {{input name: value}} is expected, not "
                                   f"{type(self.input_values).__name__}")
         graph = self.proto.graph
         names = self._graph_inputs()
         given_shapes = self.input_shapes if isinstance(self.input_shapes, dict) else {}
         for name, value in self.input_values.items():
             if name not in names:
-                raise ConversionError(f"input_values: the model has no input '{name}' (inputs: {', '.join(names)})")
+                raise SettingError(f"{PIN_FLAG}: the model has no input '{name}' (inputs: {', '.join(names)})")
             if name in given_shapes:
-                raise ConversionError(f"input_values: input '{name}' is pinned to a value; give it no shape "
+                raise SettingError(f"{PIN_FLAG}: input '{name}' is pinned to a value; give it no shape "
                                       "(input_shapes) as well")
             vi = next(v for v in graph.input if v.name == name)
             array = _pinned_value(name, value, vi)
@@ -1109,7 +1114,7 @@ class _Importer:
                 if dims is not None:
                     bad = [i for i, (d, g) in enumerate(zip(dims, shape)) if d.isdigit() and int(d) != g]
                     if len(dims) != len(shape) or bad:
-                        raise ConversionError(f"input_shapes: input '{vi.name}' is [{', '.join(dims)}]; "
+                        raise SettingError(f"{SHAPE_FLAG}: input '{vi.name}' is [{', '.join(dims)}]; "
                                               f"{list(shape)} does not fit it (rank {len(dims)}, static dims kept)")
                 # a given shape is the model's: every Shape / Reshape chain folds at it, so its signature is static
                 # (a -1 there would tell LiteRT, `edge check` and `edge flash` that the input resizes, which the
@@ -4462,7 +4467,7 @@ def _pinned_value(name: str, value, vi) -> np.ndarray:
 
     tt = vi.type.tensor_type
     if not vi.type.HasField("tensor_type") or tt.elem_type not in _ONNX_TYPES:
-        raise ConversionError(f"input_values: input '{name}' is not a numeric tensor; it cannot be pinned")
+        raise SettingError(f"{PIN_FLAG}: input '{name}' is not a numeric tensor; it cannot be pinned")
     dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))
     what = repr(value)
     if isinstance(value, str):
@@ -4470,24 +4475,24 @@ def _pinned_value(name: str, value, vi) -> np.ndarray:
         try:
             parsed = [_parse_number(t, dtype) for t in tokens]
         except ValueError:
-            raise ConversionError(f"input_values: input '{name}' ({dtype.name}): {what} is not a "
+            raise SettingError(f"{PIN_FLAG}: input '{name}' ({dtype.name}): {what} is not a "
                                   f"{'number' if dtype.kind != 'b' else 'boolean'} or a comma-separated list of them"
                                   ) from None
         value = parsed[0] if len(parsed) == 1 else parsed
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError):
-        raise ConversionError(f"input_values: input '{name}': {what} is not a number or an array") from None
+        raise SettingError(f"{PIN_FLAG}: input '{name}': {what} is not a number or an array") from None
     if raw.dtype == object and all(isinstance(v, int) for v in raw.reshape(-1)):
-        raise ConversionError(f"input_values: input '{name}' is {dtype.name}; {what} is out of its range")
+        raise SettingError(f"{PIN_FLAG}: input '{name}' is {dtype.name}; {what} is out of its range")
     if raw.dtype.kind not in "biuf" or raw.size == 0:
-        raise ConversionError(f"input_values: input '{name}': {what} is not a number or an array of numbers")
+        raise SettingError(f"{PIN_FLAG}: input '{name}': {what} is not a number or an array of numbers")
     if dtype.kind in "iub" and raw.dtype.kind == "f" and not np.all(np.isfinite(raw) & (raw == np.round(raw))):
-        raise ConversionError(f"input_values: input '{name}' is {dtype.name}; {what} is not a whole number")
+        raise SettingError(f"{PIN_FLAG}: input '{name}' is {dtype.name}; {what} is not a whole number")
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         if raw.min() < info.min or raw.max() > info.max:
-            raise ConversionError(f"input_values: input '{name}' is {dtype.name}; {what} is out of its range")
+            raise SettingError(f"{PIN_FLAG}: input '{name}' is {dtype.name}; {what} is out of its range")
     array = raw.astype(dtype)
     if not tt.HasField("shape"):
         return array
@@ -4498,14 +4503,14 @@ def _pinned_value(name: str, value, vi) -> np.ndarray:
             return np.full(dims, array, dtype)  # a scalar fills the declared shape
         if tuple(array.shape) != tuple(dims):
             if array.size != int(np.prod(dims, dtype=np.int64)) or array.ndim > 1:
-                raise ConversionError(f"input_values: input '{name}' is {shown}; a value of shape "
+                raise SettingError(f"{PIN_FLAG}: input '{name}' is {shown}; a value of shape "
                                       f"{list(array.shape)} does not fit it")
             array = array.reshape(dims)
         return array
     if array.size == 1 and array.ndim < len(dims) and all(d in (None, 1) for d in dims):
         array = array.reshape([1] * len(dims))  # a scalar for [N] / [1, N]: one element each
     if array.ndim != len(dims) or any(d is not None and d != g for d, g in zip(dims, array.shape)):
-        raise ConversionError(f"input_values: input '{name}' is {shown}; a value of shape {list(array.shape)} does "
+        raise SettingError(f"{PIN_FLAG}: input '{name}' is {shown}; a value of shape {list(array.shape)} does "
                               "not fit it (give an array of that rank, static dims kept)")
     return array
 
