@@ -69,16 +69,11 @@ def _fv(name, shape):
     return helper.make_tensor_value_info(name, TP.FLOAT, shape)
 
 
-def log_power_model(eps: float | None = 1e-10, big: float | None = None):
+def log_power_model(eps: float = 1e-10, big: float | None = None):
     """x [1, 16] -> log(x * x + eps) (* big / big): a log-power front end; eps underflows float16, big overflows it."""
-    nodes = [helper.make_node("Mul", ["x", "x"], ["sq"])]
-    inits = {}
-    last = "sq"
-    if eps is not None:
-        nodes.append(helper.make_node("Add", ["sq", "eps"], ["sqe"]))
-        inits["eps"], last = np.array([eps], np.float32), "sqe"
-    nodes.append(helper.make_node("Log", [last], ["lp"]))
-    last = "lp"
+    nodes = [helper.make_node("Mul", ["x", "x"], ["sq"]), helper.make_node("Add", ["sq", "eps"], ["sqe"]),
+             helper.make_node("Log", ["sqe"], ["lp"])]
+    inits, last = {"eps": np.array([eps], np.float32)}, "lp"
     if big is not None:
         nodes += [helper.make_node("Mul", ["lp", "big"], ["lb"]), helper.make_node("Div", ["lb", "big"], ["ld"])]
         inits["big"], last = np.array([big], np.float32), "ld"
@@ -352,25 +347,43 @@ def p4_div_by_a_zero_quantum(tmp, capsys):
     it.invoke()  # LiteRT runs it (an int8 DIV by a zero-point divisor is refused at invoke)
 
 
+def ieee_edges_model():
+    """x [1, 16] -> log(x * x) + 1 / x + sqrt(x) + x ^ 0.5 + reciprocal(x): -inf, inf and NaN where x is 0 or
+    negative, as a log-power front end and a normalization meet silence."""
+    nodes = [helper.make_node("Mul", ["x", "x"], ["sq"]), helper.make_node("Log", ["sq"], ["l"]),
+             helper.make_node("Div", ["one", "x"], ["r"]), helper.make_node("Sqrt", ["x"], ["s"]),
+             helper.make_node("Pow", ["x", "half"], ["p"]), helper.make_node("Reciprocal", ["x"], ["rc"]),
+             helper.make_node("Add", ["l", "r"], ["a1"]), helper.make_node("Add", ["s", "p"], ["a2"]),
+             helper.make_node("Add", ["a1", "a2"], ["a3"]), helper.make_node("Add", ["a3", "rc"], ["y"])]
+    return _float_graph(nodes, [_fv("x", [1, 16])], [_fv("y", [1, 16])],
+                        {"one": np.array([1.0], np.float32), "half": np.array([0.5], np.float32)})
+
+
 def p4_one_count_and_a_quiet_terminal(tmp, capsys):
-    """Through a child process as a user runs it: no traceback and no numpy warning on the terminal, and the
-    progress line's count of widened ops is the summary's."""
+    """Through a child process as a user runs it, in every lossy mode, on a model whose float values hold -inf,
+    inf and NaN: no traceback and no numpy warning on the terminal; in int8, the progress line's count of widened
+    ops is the summary's, and the DIVs by a divisor that reaches zero stay float32 (said)."""
     import re
 
-    src = _save(tmp, "logsq.onnx", log_power_model(eps=None))  # log(x * x): -inf on silent frames
+    src = _save(tmp, "edges.onnx", ieee_edges_model())
     x = np.random.default_rng(3).standard_normal((24, 1, 16)).astype(np.float32)
     x[::3] = 0.0
     np.save(tmp / "x.npy", x)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONWARNINGS="default")
-    run = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "convert", str(src), "-o", str(tmp / "q.tflite"),
-                          "--calib", str(tmp / "x.npy"), "--min-snr", "40", "--allow-lossy"],
-                         capture_output=True, text=True, env=env, timeout=600)
-    assert run.returncode == 0, run.stderr[-2000:]
-    terminal = run.stdout + run.stderr
-    assert "Warning" not in terminal and "Traceback" not in terminal, terminal[-2000:]
-    progress = re.findall(r"widened (\d+) op\(s\)", run.stderr)
-    summary = re.findall(r"^widened +(\d+) op\(s\)", run.stdout, re.M)
-    assert summary and progress and progress[-1] == summary[0], (progress, summary)
+    for mode in ("int8", "fp16", "dynamic", "int16x8"):
+        run = subprocess.run([sys.executable, "-m", "edge_sdk.cli", "convert", str(src), "-o",
+                              str(tmp / f"{mode}.tflite"), "--quantize", mode, "--calib", str(tmp / "x.npy"),
+                              "--min-snr", "40", "--allow-lossy"], capture_output=True, text=True, env=env,
+                             timeout=600)
+        assert run.returncode == 0, (mode, run.stderr[-2000:])
+        terminal = run.stdout + run.stderr
+        assert "Warning" not in terminal and "Traceback" not in terminal, (mode, terminal[-2000:])
+        if mode != "int8":
+            continue
+        progress = re.findall(r"widened (\d+) op\(s\)", run.stderr)
+        summary = re.findall(r"^widened +(\d+) op\(s\)", run.stdout, re.M)
+        assert summary and progress and progress[-1] == summary[0], (progress, summary)
+        assert run.stdout.count("stays float32: its divisor 'x' ranges over") == 2, run.stdout
 
 
 def p5_task_beside_snr(tmp, capsys):
@@ -567,8 +580,9 @@ ROWS = [
         "guard measured, judged by top-1, SNR per output, in each mode", p3_every_lossy_mode_guarded),
     Row("4 DIV by zero quantum", "edge convert div.onnx --calib d.npz (b over [-0.5, 2])",
         "DIV stays float32, said; LiteRT runs the file", p4_div_by_a_zero_quantum),
-    Row("4 one count, quiet", "python -m edge_sdk.cli convert logsq.onnx --calib x.npy --min-snr 40 --allow-lossy",
-        "no Warning / Traceback on the terminal; progress count == summary count", p4_one_count_and_a_quiet_terminal),
+    Row("4 one count, quiet", "python -m edge_sdk.cli convert edges.onnx --quantize int8|fp16|dynamic|int16x8 "
+        "--calib x.npy --min-snr 40 --allow-lossy", "no Warning / Traceback on the terminal; progress count == "
+        "summary count; DIVs by x kept float32, said", p4_one_count_and_a_quiet_terminal),
     Row("5 task beside SNR", "edge convert cls.onnx --calib x.npy (--json)",
         "guard judged by top-1, SNR in each output; text shows both", p5_task_beside_snr),
     Row("6 QDQ", "edge convert qdq.onnx --json (no --calib)", "int8 FC with the model's own scales",
