@@ -1521,6 +1521,9 @@ class _Importer:
         self.notes.append(f"float64 values computed in float32 ({what}): magnitudes above 3.4e38 become inf, "
                           "below 1.4e-45 zero, and each value rounds to float32's 24-bit mantissa (relative error "
                           "up to 6e-8)")
+        from edge_sdk import log
+
+        log.warning(self.notes[-1])  # the convert summary does not print import notes: said on the terminal here
 
     def _verify(self, model: Model):
         """Prepare the result with our interpreter: it must run, and its shapes must be ONNX's."""

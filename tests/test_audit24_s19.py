@@ -548,6 +548,25 @@ def errors_one_line(tmp, capsys):
     assert code == 6 and len(said) == 1 and "nowhere.npy" in said[0] and "--calib" in said[0], said
     code, said = edge_exit(capsys, src, "-o", tmp / "no" / "dir" / "x.tflite", "--quantize", "none", *SHAPES)
     assert code == 2 and len(said) == 1 and "-o" in said[0], said
+    # the output is the source itself, or an .onnx name (arguments swapped): refused before any work, source kept
+    before = src.read_bytes()
+    code, said = edge_exit(capsys, src, "-o", src, "--quantize", "none", *SHAPES, "--input-value", "sr=16000")
+    assert code == 2 and len(said) == 1 and "is the source model" in said[0] and src.read_bytes() == before, said
+    code, said = edge_exit(capsys, src, "-o", tmp / "vad2.onnx", "--quantize", "none", *SHAPES)
+    assert code == 2 and len(said) == 1 and ".tflite" in said[0] and not (tmp / "vad2.onnx").exists(), said
+
+
+def labels_that_do_not_fit(tmp, capsys):
+    """A labels file of 3 lines for a 5-class output: written (the labels are the user's), said on the terminal
+    and in the JSON's notes."""
+    src = _save(tmp, "cls.onnx", softmax_classifier(classes=5))
+    np.save(tmp / "x.npy", np.random.default_rng(1).standard_normal((60, 1, 8)).astype(np.float32))
+    (tmp / "labels.txt").write_text("a\nb\nc\n")
+    code, out, err = edge(capsys, src, "-o", tmp / "cls.tflite", "--calib", tmp / "x.npy", "--labels",
+                          tmp / "labels.txt", "--json")
+    assert code == 0
+    said = "--labels (labels=) has 3 label(s) but output 'p' has 5 classes: classes 3..4 have no label"
+    assert said in err and said in json.loads(out)["notes"]
 
 
 @dataclass(frozen=True)
@@ -594,7 +613,9 @@ ROWS = [
         "SkipLayerNormalization, FastGelu, BiasGelu, FusedMatMul, Attention within 1e-4", p6_contrib_ops_one_by_one),
     Row("goal backend", "edge convert light_<net>.onnx --quantize none",
         "shufflenet / resnet50 / inception_v2 within 1e-4 of the stored outputs", backend_light_models),
-    Row("errors", "edge convert vad.onnx with each misuse in ERRORS, a Det node, a junk file",
+    Row("labels", "edge convert cls.onnx --labels labels.txt (3 lines, 5 classes)",
+        "written; the mismatch said on stderr and in the JSON notes", labels_that_do_not_fit),
+    Row("errors", "edge convert vad.onnx with each misuse in ERRORS, a Det node, a junk file, -o = SRC, -o x.onnx",
         "exit 2 (misuse), one line naming the flag / input / file / node, nothing written", errors_one_line),
 ]
 
