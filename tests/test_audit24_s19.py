@@ -26,7 +26,8 @@ from onnx import helper, numpy_helper  # noqa: E402
 from edge_sdk.cli import main  # noqa: E402
 from edge_sdk.model import read_model  # noqa: E402
 from edge_sdk.runtime.interpreter import Interpreter  # noqa: E402
-from tests.test_walk24_cli import HIDDEN, SAMPLES, _branch, _vi  # noqa: E402
+# the streaming VAD: an If on the int64 scalar sr, the LSTM state one [2, batch, H] input and output
+from tests.test_walk24_cli import HIDDEN, SAMPLES, vad_proto as vad_model  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 STREAM_TOLERANCE = 1e-3  # issue 24's goal: streamed chunk by chunk, within 1e-3 of onnxruntime
@@ -45,19 +46,6 @@ def _save(tmp: Path, name: str, proto) -> Path:
     path = tmp / name
     onnx.save(proto, path)
     return path
-
-
-def vad_model():
-    """A silero-like streaming VAD: an If on the int64 scalar ``sr`` choosing a 16 kHz / 8 kHz branch, the LSTM
-    state one [2, batch, H] graph input and output (tests/test_walk24_cli.py's)."""
-    nodes = [helper.make_node("Equal", ["sr", "k16000"], ["is16k"]),
-             helper.make_node("If", ["is16k"], ["output", "stateN"], name="If_0", then_branch=_branch("k16", 1),
-                              else_branch=_branch("k8", 2))]
-    graph = helper.make_graph(nodes, "vad", [_vi("input", ["batch", "samples"]), _vi("state", [2, "batch", HIDDEN]),
-                                             _vi("sr", [])],
-                              [_vi("output", ["batch", 1]), _vi("stateN", [2, "batch", HIDDEN])],
-                              [numpy_helper.from_array(np.array(16000, np.int64), "k16000")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)], ir_version=8)
 
 
 def _float_graph(nodes, inputs, outputs, inits, opset=17):
@@ -412,17 +400,9 @@ def p6_qdq_without_calibration(tmp, capsys):
 
 
 def p6_dynamic_int8_and_contrib(tmp, capsys):
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from tests.test_import_onnx_quantized import tts_like_dynamic_int8
 
-    from tests.test_import_onnx_quantized import _tts_like
-
-    onnx.save(_tts_like(), tmp / "f.onnx")
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-    so.optimized_model_filepath = str(tmp / "opt.onnx")
-    ort.InferenceSession(str(tmp / "f.onnx"), so, providers=["CPUExecutionProvider"])
-    quantize_dynamic(str(tmp / "opt.onnx"), str(tmp / "q.onnx"), weight_type=QuantType.QInt8,
-                     extra_options={"DefaultTensorType": TP.FLOAT})
+    tts_like_dynamic_int8(tmp)
     kinds = {n.op_type for n in onnx.load(tmp / "q.onnx").graph.node}
     assert {"DynamicQuantizeLSTM", "SkipLayerNormalization", "FusedMatMul", "MatMulInteger",
             "DynamicQuantizeLinear"} <= kinds
