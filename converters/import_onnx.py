@@ -2856,7 +2856,16 @@ class _Importer:
         resized axis on its own (ONNX's resize is separable): its constant [out, in] interpolation matrix, found by
         resizing the identity with this node's own attributes on onnx's reference evaluator, applied as a GATHER
         (nearest: one source per output) or a FULLY_CONNECTED along that axis. So every coordinate transformation
-        and nearest mode, cubic, antialias, any rank and the channel axis map too."""
+        and nearest mode, cubic, antialias, any rank and the channel axis map too. Both fix the output size and the
+        interpolation at convert time: a scales / sizes input known only at run time is refused (a graph input can
+        be pinned), never read as the declared output shape's ratio."""
+        slots = ((2, "scales"), (3, "sizes")) if node.op_type == "Resize" and self.opset >= 11 else ((1, "scales"),)
+        for k, what in slots:
+            if len(node.input) > k and node.input[k] and self.const(node.input[k]) is None:
+                pin = (f": pin it (--input-value {node.input[k]}=...)" if node.input[k] in self._graph_inputs()
+                       else "")
+                raise _Unsupported(f"its {what} '{node.input[k]}' is known only at run time; the converted resize "
+                                   f"fixes its output size and interpolation at convert time{pin}")
         try:
             self._resize_tflite(node, a)
         except _Unsupported as exc:
@@ -3783,11 +3792,22 @@ class _Importer:
         b = int(a["blocksize"])
         if len(xs) != 4 or xs[2] % b or xs[3] % b:
             raise _Unsupported(f"input {xs} with blocksize {b} (4-D, height and width multiples of it)")
+        mode = a.get("mode", "DCR")  # opset 25 adds CRD (PixelUnshuffle's order); TFLite's is DCR
+        if mode not in ("DCR", "CRD"):
+            raise _Unsupported(f"mode '{mode}'")
         out = self.out(node, type=self.ttype(x))
         t = self._to_nhwc(x)
-        r = self._tmp("s2d_nhwc", (xs[0], xs[2] // b, xs[3] // b, xs[1] * b * b), self.ttype(x))
+        oc = xs[1] * b * b
+        r = self._tmp("s2d_nhwc", (xs[0], xs[2] // b, xs[3] // b, oc), self.ttype(x))
         self._op("SPACE_TO_DEPTH", [t], [r], block_size=b)
-        self._from_nhwc(r, out)
+        if mode == "DCR":
+            self._from_nhwc(r, out)
+            return
+        # CRD channel (c * b + i) * b + j is DCR channel (i * b + j) * C + c: one GATHER of constant indices
+        d = self._tmp("s2d_dcr", (xs[0], oc, xs[2] // b, xs[3] // b), self.ttype(x))
+        self._from_nhwc(r, d)
+        order = np.arange(oc).reshape(b, b, xs[1]).transpose(2, 0, 1).reshape(-1)
+        self._op("GATHER", [d, self._i32("channel_order", order)], [out], axis=1, batch_dims=0)
 
     def _op_CumSum(self, node, a):
         x = self.value(node.input[0])

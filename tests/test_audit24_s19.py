@@ -38,6 +38,12 @@ AUDIT_ELSEWHERE = {
         "tests/test_convert_goals.py, benchmarks/convert_goals.py",
     "ONNX backend PyTorch-export cases >= 97% (prints the figure)": "tests/test_onnx_backend_data.py",
     "cross-layer equalization / bias correction / least-error / GPTQ": "tests/test_quant_*.py, test_goals24_rounding.py",
+    "detections judged via --boxes / --scores (IoU >= 0.5, score within 0.05) beside SNR":
+        "tests/test_goals24_task_guard.py, tests/test_guard_task.py",
+    "GRU / RNN state in and out, int8 --stateful at one scale": "tests/test_import_onnx_streaming.py, "
+                                                                "tests/test_convert_stateful.py",
+    "ConvInteger (quantize_dynamic uint8)": "tests/test_import_onnx_quantized.py",
+    "LiteRT runs the --stateful / IF / WHILE files": "tests/test_convert_stateful.py, test_convert_control_flow.py",
 }
 
 
