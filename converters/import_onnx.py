@@ -416,6 +416,11 @@ class _Importer:
         self.used = _referenced(graph)
         for name in self._graph_inputs():
             shape = self.shapes[name]
+            if self.types[name] and self.types[name] not in _ONNX_TYPES:  # 0: no type given (taken as float)
+                from onnx import TensorProto
+
+                raise ConversionError(f"input '{name}' is an ONNX {TensorProto.DataType.Name(self.types[name])} "
+                                      "tensor: the converted model has no input of that type")
             t = self._new(name, shape, _ONNX_TYPES.get(self.types[name], "FLOAT32"))
             self.g.inputs.append(t)
             self.values[name] = t
@@ -1346,8 +1351,8 @@ class _Importer:
             except Exception:  # noqa: BLE001
                 return  # the affected nodes report "no static shape"
         for n, r, r2 in zip(names, runs[0], runs[1]):
-            if np.shape(r) != np.shape(r2):
-                continue
+            if isinstance(r, (list, tuple)) or isinstance(r2, (list, tuple)) or np.shape(r) != np.shape(r2):
+                continue  # a sequence (a list of tensors) or a data-dependent shape: no static tensor shape
             self.shapes[n] = tuple(np.shape(r))
             if n not in self.types:
                 self.types[n] = onnx.helper.np_dtype_to_tensor_dtype(np.asarray(r).dtype)
@@ -3688,6 +3693,8 @@ class _Importer:
 
     # ------------------------------------------------------------------ more normalizations
     def _op_LpNormalization(self, node, a):  # x / ||x||_p along one axis (p = 1 or 2), as ONNX: no epsilon
+        # a zero vector gives 0, as onnxruntime and onnx's reference do (0 / 0 would be NaN): the norm is taken at
+        # least float32's smallest normal (a vector whose norm underflows below it: large finite values, not inf)
         x = self.float_input(node)
         xs = self.shape(x)
         axis = self.axes([a.get("axis", -1)], len(xs))[0]
@@ -3701,6 +3708,7 @@ class _Importer:
         self._op("SUM", [t, self._i32("axes", [axis])], [norm], keep_dims=True)
         if p == 2:
             norm = self.unary("SQRT", norm, "l2")
+        norm = self.binary("MAXIMUM", norm, self._f32("smallest_normal", np.finfo(np.float32).tiny), "nonzero")
         self.binary("DIV", x, norm, "normalized", out=self.out(node), fused_activation_function="NONE")
 
     def _op_MeanVarianceNormalization(self, node, a):
@@ -4324,12 +4332,13 @@ def _resolve_static_sequences(proto, opset: int):
                 new = []
         elif op == "SplitToSequence":
             axis = int(a.get("axis", 0))
-            split = consts.get(ins[1]) if len(ins) > 1 and ins[1] else None
+            given = len(ins) > 1 and bool(ins[1])  # a split input, constant or known only at run time
+            split = consts.get(ins[1]) if given else None
             shape = shapes.get(ins[0])
             length = shape[axis] if shape and -len(shape) <= axis < len(shape) else None
             if split is not None and np.ndim(split) == 1:
                 sizes = [int(v) for v in np.asarray(split).reshape(-1)]
-            elif length is not None and (split is None or np.ndim(split) == 0):
+            elif length is not None and (not given or (split is not None and np.ndim(split) == 0)):
                 step = 1 if split is None else int(split)
                 sizes = [min(step, length - k) for k in range(0, length, step)]
             else:

@@ -437,6 +437,15 @@ def test_resize_cubic_int8():
     int8_converts(proto, x)
 
 
+@pytest.mark.parametrize("p", [1, 2])
+def test_lp_normalization_of_a_zero_vector_is_zero(p):
+    """onnxruntime (and ONNX's backend case test_l2normalization_axis_0) give 0 for a zero vector; 0 / 0 gave NaN."""
+    x = f32(3, 4, seed=5)
+    x[1] = 0.0
+    want = check(one("LpNormalization", x, axis=1, p=p), {"x": x})[0]
+    assert np.all(want[1] == 0.0)
+
+
 def test_resize_with_run_time_scales_is_refused_naming_the_input_to_pin():
     """ONNX's backend case test_resize_downsample_scales_linear: X [1, 1, 2, 4], scales a graph input (0.6 at run
     time). The resize's size and interpolation are fixed when converted: the declared output's ratio (1/2, 2/4) is
@@ -620,3 +629,32 @@ def test_center_crop_pad(shape, axes):
         x = f32(4, 6, 5)
     proto = one("CenterCropPad", x, opset=18, inits={"s": np.array(shape, np.int64)}, extra=("s",), **extra)
     check(proto, {"x": x})
+
+
+def test_split_to_sequence_with_a_run_time_split_is_refused_not_split_in_ones():
+    """ONNX's backend case test_sequence_model8: SequenceLength(SplitToSequence(X, Splits)), Splits a graph input
+    of 3 sizes. A run-time split was read as no split (pieces of one along the axis): the length came out 1, not
+    3, without a word. Now the node is refused, named."""
+    x_info = helper.make_tensor_value_info("X", TP.FLOAT, ["n"])
+    s_info = helper.make_tensor_value_info("Splits", TP.INT64, [3])
+    nodes = [helper.make_node("SplitToSequence", ["X", "Splits"], ["seq"], name="split_seq"),
+             helper.make_node("SequenceLength", ["seq"], ["len"])]
+    proto = helper.make_model(helper.make_graph(nodes, "t", [x_info, s_info],
+                                                [helper.make_tensor_value_info("len", TP.INT64, [])]),
+                              opset_imports=[helper.make_opsetid("", 12)])
+    with pytest.raises(ConversionError) as err:
+        import_onnx(proto)
+    assert "node 'split_seq' (SplitToSequence, opset 12)" in str(err.value)
+    (want,) = expected(proto, {"X": np.zeros(6, np.float32), "Splits": np.array([1, 2, 3], np.int64)})
+    assert int(want) == 3  # what the converted model answered 1 to
+
+
+def test_a_string_input_is_refused_not_taken_as_float():
+    """ONNX's backend case test_equal_string: Equal of two STRING inputs converted to a float32 EQUAL with float32
+    inputs, without a word. Now the input is named with its type."""
+    ins = [helper.make_tensor_value_info(n, TP.STRING, [2]) for n in ("x", "y")]
+    proto = helper.make_model(helper.make_graph([helper.make_node("Equal", ["x", "y"], ["z"])], "t", ins,
+                                                [helper.make_tensor_value_info("z", TP.BOOL, [2])]),
+                              opset_imports=[helper.make_opsetid("", 19)])
+    with pytest.raises(ConversionError, match="input 'x' is an ONNX STRING tensor"):
+        import_onnx(proto)
