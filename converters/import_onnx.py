@@ -2665,8 +2665,16 @@ class _Importer:
         self.alias(node, self.value(node.input[0]))
 
     def _op_Dropout(self, node, a):
+        """Inference: the input as it is. training_mode (input 2) true or known only at run time drops values at
+        random: refused, not written as the identity."""
         if len(node.output) > 1 and node.output[1] and node.output[1] in self.used:
             raise _Unsupported("the mask output of Dropout")
+        if len(node.input) > 2 and node.input[2]:
+            training = self.const(node.input[2])
+            if training is None or bool(np.asarray(training).reshape(-1)[0]):
+                raise _Unsupported(f"training_mode '{node.input[2]}' is "
+                                   + ("known only at run time" if training is None else "true")
+                                   + ": training Dropout drops values at random (export the model in eval mode)")
         self.alias(node, self.value(node.input[0]))
 
     def _op_Cast(self, node, a):

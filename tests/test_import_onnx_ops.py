@@ -658,3 +658,22 @@ def test_a_string_input_is_refused_not_taken_as_float():
                               opset_imports=[helper.make_opsetid("", 19)])
     with pytest.raises(ConversionError, match="input 'x' is an ONNX STRING tensor"):
         import_onnx(proto)
+
+
+@pytest.mark.parametrize("training", [None, True, False])
+def test_dropout_in_training_mode_is_refused_not_written_as_the_identity(training):
+    """ONNX's backend cases test_training_dropout*: training_mode a graph input (true there) was converted as the
+    identity; a constant false (eval mode) still is."""
+    x = f32(3, 4)
+    ratio = {"r": np.array(0.5, np.float32)}
+    if training is None:
+        node = helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")
+        proto = model([node], {"x": x, "t": np.array(True)}, {"y": TP.FLOAT}, ratio, opset=13)
+    else:
+        node = helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")
+        proto = model([node], {"x": x}, {"y": TP.FLOAT}, {**ratio, "t": np.array(training)}, opset=13)
+    if training is False:
+        check(proto, {"x": x})
+        return
+    with pytest.raises(ConversionError, match="training_mode 't' is (known only at run time|true)"):
+        import_onnx(proto)
