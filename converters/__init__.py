@@ -73,6 +73,17 @@ def _version() -> str:
     return __version__
 
 
+def _label_count_notes(model, spec: dict, labels: list[str]) -> list[str]:
+    """A labels file whose line count is not a class output's class count: its classes would be named wrongly or
+    not at all (``edge run``'s top-k reads the manifest's labels by index). One note per such output."""
+    sg = model.subgraphs[0]
+    classes = {sg.tensors[t].name: int(sg.tensors[t].shape[-1]) for t in sg.outputs if len(sg.tensors[t].shape)}
+    return [f"--labels (labels=) has {len(labels)} label(s) but output '{n}' has {classes[n]} classes: "
+            + (f"classes {len(labels)}..{classes[n] - 1} have no label" if len(labels) < classes[n] else
+               f"the last {len(labels) - classes[n]} label(s) name no class")
+            for n in spec["outputs"] if n in classes and classes[n] != len(labels)]
+
+
 def _read_source(src) -> tuple[str, bytes, str, object]:
     """(format, bytes, display name, object to import) for a path, bytes, onnx.ModelProto or Model."""
     from edge_sdk.model import Model, write_model
@@ -595,6 +606,10 @@ def convert(src, target=None, quantize="int8", calibration=None, calib_method="m
 
     label_list = label_list or (source_manifest or {}).get("labels")  # a .tflite source's labels stay
     spec = task_spec(float_model, task, boxes, scores, label_list, source_manifest)
+    if labels is not None and (spec or {}).get("task") == "classification":
+        for note in _label_count_notes(float_model, spec, label_list):
+            notes.append(note)
+            log.warning(note)  # the convert summary prints the quantizer's notes, not these
 
     if needs_data:  # an ONNX source: calibration data is optional when its QDQ pairs give every range
         from converters.quantize import uncovered_activations

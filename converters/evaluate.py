@@ -464,8 +464,9 @@ def _output_names(model) -> list[str]:
 
 
 def _output_name(model, value, what: str) -> str:
-    """An output named by name or index -> its name; ConversionError naming the model's outputs otherwise."""
-    from edge_sdk.errors import ConversionError
+    """An output named by name or index -> its name; a SettingError (a ConversionError, exit 2) naming the
+    model's outputs otherwise."""
+    from edge_sdk.errors import SettingError
 
     names = _output_names(model)
     if isinstance(value, str) and value in names:
@@ -476,7 +477,7 @@ def _output_name(model, value, what: str) -> str:
         i = None
     if i is not None and 0 <= i < len(names):
         return names[i]
-    raise ConversionError(f"{what}: no model output {value!r} (outputs: {', '.join(names)})")
+    raise SettingError(f"{what}: no model output {value!r} (outputs: {', '.join(names)})")
 
 
 def _unit_range(model, k: int) -> bool:
@@ -685,11 +686,11 @@ def _probability_map_found(model) -> dict | None:
 
 def _detection_given(model, task, labels, manifest) -> dict:
     """The task detection, given or from the manifest: its detection outputs must be named there."""
-    from edge_sdk.errors import ConversionError
+    from edge_sdk.errors import SettingError
 
     chosen = (manifest.get("detection") or {}).get("outputs") or {}
     if chosen.get("boxes") is None:
-        raise ConversionError("the task is detection, but which outputs hold the boxes and the scores is not "
+        raise SettingError("the task is detection, but which outputs hold the boxes and the scores is not "
                               f"said: give --boxes and --scores (outputs: {', '.join(_output_names(model))})")
     spec = task_spec(model, None, chosen.get("boxes"), chosen.get("scores"), labels, manifest)
     return {**spec, "source": "the task given" if task else "the manifest"}

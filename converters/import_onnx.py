@@ -95,7 +95,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from edge_sdk.errors import ConversionError, ModelError
+from edge_sdk.errors import ConversionError, ModelError, SettingError
 from edge_sdk.model.builder import GraphBuilder
 from edge_sdk.model.types import Model, Quantization
 from edge_sdk.runtime import op_table
@@ -118,6 +118,11 @@ _ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5
           -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
 _ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
           -1.42647390514189e-02)
+
+
+# the caller's argument a message names: the flag and the convert() keyword
+SHAPE_FLAG = "--input-shape (input_shapes=)"
+PIN_FLAG = "--input-value (input_values=)"
 
 
 class _Unsupported(Exception):
@@ -411,6 +416,11 @@ class _Importer:
         self.used = _referenced(graph)
         for name in self._graph_inputs():
             shape = self.shapes[name]
+            if self.types[name] and self.types[name] not in _ONNX_TYPES:  # 0: no type given (taken as float)
+                from onnx import TensorProto
+
+                raise ConversionError(f"input '{name}' is an ONNX {TensorProto.DataType.Name(self.types[name])} "
+                                      "tensor: the converted model has no input of that type")
             t = self._new(name, shape, _ONNX_TYPES.get(self.types[name], "FLOAT32"))
             self.g.inputs.append(t)
             self.values[name] = t
@@ -1038,19 +1048,19 @@ class _Importer:
             return {}
         if not isinstance(given, dict):
             if len(names) != 1:
-                raise ConversionError(f"input_shapes: a bare shape is for a one-input model; this one has inputs "
+                raise SettingError(f"{SHAPE_FLAG}: a bare shape is for a one-input model; this one has inputs "
                                       f"{', '.join(names)} (give NAME:D0,D1,... for each)")
             given = {names[0]: given}
         out = {}
         for name, shape in given.items():
             if name not in names:
-                raise ConversionError(f"input_shapes: the model has no input '{name}' (inputs: {', '.join(names)})")
+                raise SettingError(f"{SHAPE_FLAG}: the model has no input '{name}' (inputs: {', '.join(names)})")
             try:
                 dims = tuple(int(d) for d in shape)
             except (TypeError, ValueError):
-                raise ConversionError(f"input_shapes: input '{name}': {shape!r} is not a list of ints") from None
+                raise SettingError(f"{SHAPE_FLAG}: input '{name}': {shape!r} is not a list of ints") from None
             if not dims or any(d < 1 for d in dims):
-                raise ConversionError(f"input_shapes: input '{name}': dims must be positive, not {list(dims)}")
+                raise SettingError(f"{SHAPE_FLAG}: input '{name}': dims must be positive, not {list(dims)}")
             out[name] = dims
         return out
 
@@ -1063,16 +1073,16 @@ class _Importer:
         if not self.input_values:
             return
         if not isinstance(self.input_values, dict):
-            raise ConversionError(f"input_values: a dict {{input name: value}} is expected, not "
+            raise SettingError(f"{PIN_FLAG}: a dict {{input name: value}} is expected, not "
                                   f"{type(self.input_values).__name__}")
         graph = self.proto.graph
         names = self._graph_inputs()
         given_shapes = self.input_shapes if isinstance(self.input_shapes, dict) else {}
         for name, value in self.input_values.items():
             if name not in names:
-                raise ConversionError(f"input_values: the model has no input '{name}' (inputs: {', '.join(names)})")
+                raise SettingError(f"{PIN_FLAG}: the model has no input '{name}' (inputs: {', '.join(names)})")
             if name in given_shapes:
-                raise ConversionError(f"input_values: input '{name}' is pinned to a value; give it no shape "
+                raise SettingError(f"{PIN_FLAG}: input '{name}' is pinned to a value; give it no shape "
                                       "(input_shapes) as well")
             vi = next(v for v in graph.input if v.name == name)
             array = _pinned_value(name, value, vi)
@@ -1109,7 +1119,7 @@ class _Importer:
                 if dims is not None:
                     bad = [i for i, (d, g) in enumerate(zip(dims, shape)) if d.isdigit() and int(d) != g]
                     if len(dims) != len(shape) or bad:
-                        raise ConversionError(f"input_shapes: input '{vi.name}' is [{', '.join(dims)}]; "
+                        raise SettingError(f"{SHAPE_FLAG}: input '{vi.name}' is [{', '.join(dims)}]; "
                                               f"{list(shape)} does not fit it (rank {len(dims)}, static dims kept)")
                 # a given shape is the model's: every Shape / Reshape chain folds at it, so its signature is static
                 # (a -1 there would tell LiteRT, `edge check` and `edge flash` that the input resizes, which the
@@ -1341,8 +1351,8 @@ class _Importer:
             except Exception:  # noqa: BLE001
                 return  # the affected nodes report "no static shape"
         for n, r, r2 in zip(names, runs[0], runs[1]):
-            if np.shape(r) != np.shape(r2):
-                continue
+            if isinstance(r, (list, tuple)) or isinstance(r2, (list, tuple)) or np.shape(r) != np.shape(r2):
+                continue  # a sequence (a list of tensors) or a data-dependent shape: no static tensor shape
             self.shapes[n] = tuple(np.shape(r))
             if n not in self.types:
                 self.types[n] = onnx.helper.np_dtype_to_tensor_dtype(np.asarray(r).dtype)
@@ -1516,6 +1526,9 @@ class _Importer:
         self.notes.append(f"float64 values computed in float32 ({what}): magnitudes above 3.4e38 become inf, "
                           "below 1.4e-45 zero, and each value rounds to float32's 24-bit mantissa (relative error "
                           "up to 6e-8)")
+        from edge_sdk import log
+
+        log.warning(self.notes[-1])  # the convert summary does not print import notes: said on the terminal here
 
     def _verify(self, model: Model):
         """Prepare the result with our interpreter: it must run, and its shapes must be ONNX's."""
@@ -2652,8 +2665,16 @@ class _Importer:
         self.alias(node, self.value(node.input[0]))
 
     def _op_Dropout(self, node, a):
+        """Inference: the input as it is. training_mode (input 2) true or known only at run time drops values at
+        random: refused, not written as the identity."""
         if len(node.output) > 1 and node.output[1] and node.output[1] in self.used:
             raise _Unsupported("the mask output of Dropout")
+        if len(node.input) > 2 and node.input[2]:
+            training = self.const(node.input[2])
+            if training is None or bool(np.asarray(training).reshape(-1)[0]):
+                raise _Unsupported(f"training_mode '{node.input[2]}' is "
+                                   + ("known only at run time" if training is None else "true")
+                                   + ": training Dropout drops values at random (export the model in eval mode)")
         self.alias(node, self.value(node.input[0]))
 
     def _op_Cast(self, node, a):
@@ -2848,7 +2869,16 @@ class _Importer:
         resized axis on its own (ONNX's resize is separable): its constant [out, in] interpolation matrix, found by
         resizing the identity with this node's own attributes on onnx's reference evaluator, applied as a GATHER
         (nearest: one source per output) or a FULLY_CONNECTED along that axis. So every coordinate transformation
-        and nearest mode, cubic, antialias, any rank and the channel axis map too."""
+        and nearest mode, cubic, antialias, any rank and the channel axis map too. Both fix the output size and the
+        interpolation at convert time: a scales / sizes input known only at run time is refused (a graph input can
+        be pinned), never read as the declared output shape's ratio."""
+        slots = ((2, "scales"), (3, "sizes")) if node.op_type == "Resize" and self.opset >= 11 else ((1, "scales"),)
+        for k, what in slots:
+            if len(node.input) > k and node.input[k] and self.const(node.input[k]) is None:
+                pin = (f": pin it (--input-value {node.input[k]}=...)" if node.input[k] in self._graph_inputs()
+                       else "")
+                raise _Unsupported(f"its {what} '{node.input[k]}' is known only at run time; the converted resize "
+                                   f"fixes its output size and interpolation at convert time{pin}")
         try:
             self._resize_tflite(node, a)
         except _Unsupported as exc:
@@ -3671,6 +3701,8 @@ class _Importer:
 
     # ------------------------------------------------------------------ more normalizations
     def _op_LpNormalization(self, node, a):  # x / ||x||_p along one axis (p = 1 or 2), as ONNX: no epsilon
+        # a zero vector gives 0, as onnxruntime and onnx's reference do (0 / 0 would be NaN): the norm is taken at
+        # least float32's smallest normal (a vector whose norm underflows below it: large finite values, not inf)
         x = self.float_input(node)
         xs = self.shape(x)
         axis = self.axes([a.get("axis", -1)], len(xs))[0]
@@ -3684,6 +3716,7 @@ class _Importer:
         self._op("SUM", [t, self._i32("axes", [axis])], [norm], keep_dims=True)
         if p == 2:
             norm = self.unary("SQRT", norm, "l2")
+        norm = self.binary("MAXIMUM", norm, self._f32("smallest_normal", np.finfo(np.float32).tiny), "nonzero")
         self.binary("DIV", x, norm, "normalized", out=self.out(node), fused_activation_function="NONE")
 
     def _op_MeanVarianceNormalization(self, node, a):
@@ -3775,11 +3808,22 @@ class _Importer:
         b = int(a["blocksize"])
         if len(xs) != 4 or xs[2] % b or xs[3] % b:
             raise _Unsupported(f"input {xs} with blocksize {b} (4-D, height and width multiples of it)")
+        mode = a.get("mode", "DCR")  # opset 25 adds CRD (PixelUnshuffle's order); TFLite's is DCR
+        if mode not in ("DCR", "CRD"):
+            raise _Unsupported(f"mode '{mode}'")
         out = self.out(node, type=self.ttype(x))
         t = self._to_nhwc(x)
-        r = self._tmp("s2d_nhwc", (xs[0], xs[2] // b, xs[3] // b, xs[1] * b * b), self.ttype(x))
+        oc = xs[1] * b * b
+        r = self._tmp("s2d_nhwc", (xs[0], xs[2] // b, xs[3] // b, oc), self.ttype(x))
         self._op("SPACE_TO_DEPTH", [t], [r], block_size=b)
-        self._from_nhwc(r, out)
+        if mode == "DCR":
+            self._from_nhwc(r, out)
+            return
+        # CRD channel (c * b + i) * b + j is DCR channel (i * b + j) * C + c: one GATHER of constant indices
+        d = self._tmp("s2d_dcr", (xs[0], oc, xs[2] // b, xs[3] // b), self.ttype(x))
+        self._from_nhwc(r, d)
+        order = np.arange(oc).reshape(b, b, xs[1]).transpose(2, 0, 1).reshape(-1)
+        self._op("GATHER", [d, self._i32("channel_order", order)], [out], axis=1, batch_dims=0)
 
     def _op_CumSum(self, node, a):
         x = self.value(node.input[0])
@@ -4296,12 +4340,13 @@ def _resolve_static_sequences(proto, opset: int):
                 new = []
         elif op == "SplitToSequence":
             axis = int(a.get("axis", 0))
-            split = consts.get(ins[1]) if len(ins) > 1 and ins[1] else None
+            given = len(ins) > 1 and bool(ins[1])  # a split input, constant or known only at run time
+            split = consts.get(ins[1]) if given else None
             shape = shapes.get(ins[0])
             length = shape[axis] if shape and -len(shape) <= axis < len(shape) else None
             if split is not None and np.ndim(split) == 1:
                 sizes = [int(v) for v in np.asarray(split).reshape(-1)]
-            elif length is not None and (split is None or np.ndim(split) == 0):
+            elif length is not None and (not given or (split is not None and np.ndim(split) == 0)):
                 step = 1 if split is None else int(split)
                 sizes = [min(step, length - k) for k in range(0, length, step)]
             else:
@@ -4462,7 +4507,7 @@ def _pinned_value(name: str, value, vi) -> np.ndarray:
 
     tt = vi.type.tensor_type
     if not vi.type.HasField("tensor_type") or tt.elem_type not in _ONNX_TYPES:
-        raise ConversionError(f"input_values: input '{name}' is not a numeric tensor; it cannot be pinned")
+        raise SettingError(f"{PIN_FLAG}: input '{name}' is not a numeric tensor; it cannot be pinned")
     dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tt.elem_type))
     what = repr(value)
     if isinstance(value, str):
@@ -4470,24 +4515,24 @@ def _pinned_value(name: str, value, vi) -> np.ndarray:
         try:
             parsed = [_parse_number(t, dtype) for t in tokens]
         except ValueError:
-            raise ConversionError(f"input_values: input '{name}' ({dtype.name}): {what} is not a "
+            raise SettingError(f"{PIN_FLAG}: input '{name}' ({dtype.name}): {what} is not a "
                                   f"{'number' if dtype.kind != 'b' else 'boolean'} or a comma-separated list of them"
                                   ) from None
         value = parsed[0] if len(parsed) == 1 else parsed
     try:
         raw = np.asarray(value)
     except (TypeError, ValueError):
-        raise ConversionError(f"input_values: input '{name}': {what} is not a number or an array") from None
+        raise SettingError(f"{PIN_FLAG}: input '{name}': {what} is not a number or an array") from None
     if raw.dtype == object and all(isinstance(v, int) for v in raw.reshape(-1)):
-        raise ConversionError(f"input_values: input '{name}' is {dtype.name}; {what} is out of its range")
+        raise SettingError(f"{PIN_FLAG}: input '{name}' is {dtype.name}; {what} is out of its range")
     if raw.dtype.kind not in "biuf" or raw.size == 0:
-        raise ConversionError(f"input_values: input '{name}': {what} is not a number or an array of numbers")
+        raise SettingError(f"{PIN_FLAG}: input '{name}': {what} is not a number or an array of numbers")
     if dtype.kind in "iub" and raw.dtype.kind == "f" and not np.all(np.isfinite(raw) & (raw == np.round(raw))):
-        raise ConversionError(f"input_values: input '{name}' is {dtype.name}; {what} is not a whole number")
+        raise SettingError(f"{PIN_FLAG}: input '{name}' is {dtype.name}; {what} is not a whole number")
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         if raw.min() < info.min or raw.max() > info.max:
-            raise ConversionError(f"input_values: input '{name}' is {dtype.name}; {what} is out of its range")
+            raise SettingError(f"{PIN_FLAG}: input '{name}' is {dtype.name}; {what} is out of its range")
     array = raw.astype(dtype)
     if not tt.HasField("shape"):
         return array
@@ -4498,14 +4543,14 @@ def _pinned_value(name: str, value, vi) -> np.ndarray:
             return np.full(dims, array, dtype)  # a scalar fills the declared shape
         if tuple(array.shape) != tuple(dims):
             if array.size != int(np.prod(dims, dtype=np.int64)) or array.ndim > 1:
-                raise ConversionError(f"input_values: input '{name}' is {shown}; a value of shape "
+                raise SettingError(f"{PIN_FLAG}: input '{name}' is {shown}; a value of shape "
                                       f"{list(array.shape)} does not fit it")
             array = array.reshape(dims)
         return array
     if array.size == 1 and array.ndim < len(dims) and all(d in (None, 1) for d in dims):
         array = array.reshape([1] * len(dims))  # a scalar for [N] / [1, N]: one element each
     if array.ndim != len(dims) or any(d is not None and d != g for d, g in zip(dims, array.shape)):
-        raise ConversionError(f"input_values: input '{name}' is {shown}; a value of shape {list(array.shape)} does "
+        raise SettingError(f"{PIN_FLAG}: input '{name}' is {shown}; a value of shape {list(array.shape)} does "
                               "not fit it (give an array of that rank, static dims kept)")
     return array
 

@@ -592,6 +592,10 @@ def _check_convert_args(args):
     folder = out.parent if str(out.parent) else Path(".")
     if out.is_dir():
         raise UsageError(f"-o/--output {out} is a folder; give the .tflite file to write")
+    if out.exists() and Path(args.src).exists() and os.path.samefile(out, args.src):
+        raise UsageError(f"-o/--output {out} is the source model; give another file to write")
+    if out.suffix.lower() == ".onnx":  # a TFLite flatbuffer under an ONNX name: the arguments swapped, most likely
+        raise UsageError(f"-o/--output {out}: edge convert writes a .tflite model; give a .tflite file to write")
     if not folder.is_dir():
         raise UsageError(f"-o/--output {out}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):

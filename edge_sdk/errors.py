@@ -45,6 +45,12 @@ class UsageError(EdgeError, ValueError):
     usage-error code); the message names the argument (``--runs``, ``port``)."""
 
 
+class SettingError(UsageError, ConversionError):
+    """A conversion setting that does not fit the model it is given with (an input, output or op it names is not
+    there; a shape or value that does not fit): a misuse of the flag (exit 2, a ``UsageError``), still a
+    ``ConversionError`` to callers of ``convert()`` that catch those."""
+
+
 class ProfileError(EdgeError):
     """A device profile (device_profiles/*.toml) is malformed, or names an unknown profile/backend."""
 

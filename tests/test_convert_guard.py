@@ -391,3 +391,20 @@ def test_fp16_of_a_model_no_runtime_here_runs_says_its_accuracy_was_not_measured
     assert guard["measured"] is False and guard["outputs"] == []
     assert "accuracy   NOT measured: the fp16 model's accuracy was not measured: no runtime here runs it (node 3 " \
            "(CUSTOM Foo): no kernel; ai-edge-litert is not installed)" in format_conversion(result.report)
+
+
+def test_a_div_kept_float_by_the_divisor_rule_is_a_widened_op_for_its_inputs_and_outputs():
+    """a / b, b calibrated over [-0.5, 2], default int8 I/O: the DIV stays float32 by the divisor rule, and as an op
+    the guard widens to float32 its model output stays float32 and its inputs, read by it alone, go float32 when
+    their int8 quantization loses the goal. Before, the int8 output and int8 inputs of that float DIV kept it at
+    7.4 dB ("every op widened", then "the ops that keep it short: DIV 'ratio' (left in int8)")."""
+    from edge_sdk.model import read_model
+
+    result = convert(_div_model(), quantize="int8", calibration=_div_samples(-0.5, 2.0, n=30), allow_lossy=True)
+    m = read_model(result.tflite)
+    sg = m.subgraphs[0]
+    assert [sg.tensors[t].type for t in list(sg.inputs) + list(sg.outputs)] == ["FLOAT32"] * 3
+    assert result.report["guard"]["met"] and _ops(result.tflite)["DIV"] == "FLOAT32"
+    notes = result.report["quantization"]["report"]["notes"]
+    assert any(n.startswith("int8 model inputs lose the goal even with every op widened") for n in notes), notes
+    assert not any("left in int8" in n for n in notes), notes

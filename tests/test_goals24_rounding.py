@@ -53,6 +53,29 @@ def test_gptq_with_one_gram_per_row_is_the_shared_one_repeated():
     assert err(per_row) < err(nearest)
 
 
+def test_the_rounding_runs_on_one_blas_thread_with_the_same_integers():
+    """rounding.one_blas_thread: BLAS on one thread inside (threadpoolctl reports it), as many as before after;
+    GPTQ's integers and a Gram matrix are the same bits on one thread as on BLAS's default threads (OpenBLAS splits
+    a product by output blocks: each sum runs in the same order), so the written model is the same."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+
+    before = blas_threads()
+    rng = np.random.default_rng(11)
+    k, o = 576, 64  # a 3x3x64 convolution's patch, wide enough for OpenBLAS to split
+    w = rng.standard_normal((o, k))
+    scale = np.abs(w).max(axis=1) / 127
+    x = _correlated(1024, k, 5).astype(np.float32)
+    gram, ints = x.T @ x, rounding.gptq(w, (x.T @ x).astype(np.float64), scale)
+    with rounding.one_blas_thread():
+        assert set(blas_threads()) == {1}
+        gram1, ints1 = x.T @ x, rounding.gptq(w, (x.T @ x).astype(np.float64), scale)
+    assert blas_threads() == before
+    assert np.array_equal(gram, gram1) and np.array_equal(ints, ints1)
+
+
 @pytest.mark.parametrize("k, batch", [(9, (7,)), (64, ()), (65, ()), (300, ()), (20, (3,))])
 def test_inverse_cholesky_is_the_cholesky_factor_of_the_inverse(k, batch):
     """U from one Cholesky of the reversed H and a triangular inverse by halves equals the upper Cholesky factor of

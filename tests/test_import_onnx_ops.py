@@ -437,6 +437,44 @@ def test_resize_cubic_int8():
     int8_converts(proto, x)
 
 
+@pytest.mark.parametrize("p", [1, 2])
+def test_lp_normalization_of_a_zero_vector_is_zero(p):
+    """onnxruntime (and ONNX's backend case test_l2normalization_axis_0) give 0 for a zero vector; 0 / 0 gave NaN."""
+    x = f32(3, 4, seed=5)
+    x[1] = 0.0
+    want = check(one("LpNormalization", x, axis=1, p=p), {"x": x})[0]
+    assert np.all(want[1] == 0.0)
+
+
+def test_resize_with_run_time_scales_is_refused_naming_the_input_to_pin():
+    """ONNX's backend case test_resize_downsample_scales_linear: X [1, 1, 2, 4], scales a graph input (0.6 at run
+    time). The resize's size and interpolation are fixed when converted: the declared output's ratio (1/2, 2/4) is
+    not 0.6's, so reading it so was wrong by 27% of the range; refused naming the input, and pinned it is exact."""
+    x = np.array([[[[1, 2, 3, 4], [5, 6, 7, 8]]]], np.float32)
+    scales = np.array([1, 1, 0.6, 0.6], np.float32)
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear")
+    proto = helper.make_model(helper.make_graph(
+        [node], "t", [helper.make_tensor_value_info("x", TP.FLOAT, [1, 1, 2, 4]),
+                      helper.make_tensor_value_info("scales", TP.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TP.FLOAT, [1, 1, 1, 2])]), opset_imports=[helper.make_opsetid("", 19)])
+    with pytest.raises(ConversionError) as err:
+        import_onnx(proto)
+    assert "its scales 'scales' is known only at run time" in str(err.value)
+    assert "--input-value scales=" in str(err.value)
+    (want,) = expected(proto, {"x": x, "scales": scales})
+    (got,) = run_ours(import_onnx(proto, input_values={"scales": "1,1,0.6,0.6"}), [x])
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth_modes(mode):
+    """opset 25's SpaceToDepth mode: CRD (PixelUnshuffle's channel order) was written as TFLite's DCR order (off by
+    40% of the range on ONNX's backend case test_spacetodepth_crd_mode_example); now one GATHER reorders it."""
+    x = f32(1, 3, 4, 6)
+    proto = one("SpaceToDepth", x, opset=25, blocksize=2, mode=mode)
+    check(proto, {"x": x}, reference=True)
+
+
 @pytest.mark.parametrize("mode", ["wrap", "edge", "reflect"])
 def test_pad_modes(mode):
     x = f32(1, 2, 4, 5)
@@ -591,3 +629,51 @@ def test_center_crop_pad(shape, axes):
         x = f32(4, 6, 5)
     proto = one("CenterCropPad", x, opset=18, inits={"s": np.array(shape, np.int64)}, extra=("s",), **extra)
     check(proto, {"x": x})
+
+
+def test_split_to_sequence_with_a_run_time_split_is_refused_not_split_in_ones():
+    """ONNX's backend case test_sequence_model8: SequenceLength(SplitToSequence(X, Splits)), Splits a graph input
+    of 3 sizes. A run-time split was read as no split (pieces of one along the axis): the length came out 1, not
+    3, without a word. Now the node is refused, named."""
+    x_info = helper.make_tensor_value_info("X", TP.FLOAT, ["n"])
+    s_info = helper.make_tensor_value_info("Splits", TP.INT64, [3])
+    nodes = [helper.make_node("SplitToSequence", ["X", "Splits"], ["seq"], name="split_seq"),
+             helper.make_node("SequenceLength", ["seq"], ["len"])]
+    proto = helper.make_model(helper.make_graph(nodes, "t", [x_info, s_info],
+                                                [helper.make_tensor_value_info("len", TP.INT64, [])]),
+                              opset_imports=[helper.make_opsetid("", 12)])
+    with pytest.raises(ConversionError) as err:
+        import_onnx(proto)
+    assert "node 'split_seq' (SplitToSequence, opset 12)" in str(err.value)
+    (want,) = expected(proto, {"X": np.zeros(6, np.float32), "Splits": np.array([1, 2, 3], np.int64)})
+    assert int(want) == 3  # what the converted model answered 1 to
+
+
+def test_a_string_input_is_refused_not_taken_as_float():
+    """ONNX's backend case test_equal_string: Equal of two STRING inputs converted to a float32 EQUAL with float32
+    inputs, without a word. Now the input is named with its type."""
+    ins = [helper.make_tensor_value_info(n, TP.STRING, [2]) for n in ("x", "y")]
+    proto = helper.make_model(helper.make_graph([helper.make_node("Equal", ["x", "y"], ["z"])], "t", ins,
+                                                [helper.make_tensor_value_info("z", TP.BOOL, [2])]),
+                              opset_imports=[helper.make_opsetid("", 19)])
+    with pytest.raises(ConversionError, match="input 'x' is an ONNX STRING tensor"):
+        import_onnx(proto)
+
+
+@pytest.mark.parametrize("training", [None, True, False])
+def test_dropout_in_training_mode_is_refused_not_written_as_the_identity(training):
+    """ONNX's backend cases test_training_dropout*: training_mode a graph input (true there) was converted as the
+    identity; a constant false (eval mode) still is."""
+    x = f32(3, 4)
+    ratio = {"r": np.array(0.5, np.float32)}
+    if training is None:
+        node = helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")
+        proto = model([node], {"x": x, "t": np.array(True)}, {"y": TP.FLOAT}, ratio, opset=13)
+    else:
+        node = helper.make_node("Dropout", ["x", "r", "t"], ["y"], name="drop")
+        proto = model([node], {"x": x}, {"y": TP.FLOAT}, {**ratio, "t": np.array(training)}, opset=13)
+    if training is False:
+        check(proto, {"x": x})
+        return
+    with pytest.raises(ConversionError, match="training_mode 't' is (known only at run time|true)"):
+        import_onnx(proto)

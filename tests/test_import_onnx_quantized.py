@@ -449,18 +449,24 @@ def _tts_like():
     return _model(nodes, [_vi("x", [6, 1, inp])], [_vi("y", [1, 6, 6])], inits)
 
 
-def test_tts_like_model_optimized_and_dynamically_quantized_by_onnxruntime(tmp_path):
+def tts_like_dynamic_int8(folder) -> None:
+    """``_tts_like`` as onnxruntime's tools make it: f.onnx, opt.onnx (its extended optimizations: the contrib
+    fusions) and q.onnx (quantize_dynamic, int8 weights) in ``folder``."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    from converters import convert
-
-    onnx.save(_tts_like(), tmp_path / "f.onnx")
+    onnx.save(_tts_like(), folder / "f.onnx")
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
-    so.optimized_model_filepath = str(tmp_path / "opt.onnx")
-    ort.InferenceSession(str(tmp_path / "f.onnx"), so, providers=["CPUExecutionProvider"])
-    quantize_dynamic(str(tmp_path / "opt.onnx"), str(tmp_path / "q.onnx"), weight_type=QuantType.QInt8,
+    so.optimized_model_filepath = str(folder / "opt.onnx")
+    ort.InferenceSession(str(folder / "f.onnx"), so, providers=["CPUExecutionProvider"])
+    quantize_dynamic(str(folder / "opt.onnx"), str(folder / "q.onnx"), weight_type=QuantType.QInt8,
                      extra_options={"DefaultTensorType": TP.FLOAT})
+
+
+def test_tts_like_model_optimized_and_dynamically_quantized_by_onnxruntime(tmp_path):
+    from converters import convert
+
+    tts_like_dynamic_int8(tmp_path)
     q = onnx.load(tmp_path / "q.onnx")
     kinds = {(n.domain, n.op_type) for n in q.graph.node}
     assert {("com.microsoft", "DynamicQuantizeLSTM"), ("com.microsoft", "SkipLayerNormalization"),

@@ -17,6 +17,7 @@ from onnx import helper, numpy_helper
 
 from converters.import_onnx import import_onnx
 from edge_sdk import ConversionError, Interpreter
+from edge_sdk.errors import UsageError
 from edge_sdk.model import write_model
 from tests.peers import run_litert
 
@@ -132,7 +133,8 @@ def test_pinned_input_errors_are_one_line():
     proto = _sr_model()
     with pytest.raises(ConversionError) as err:
         import_onnx(proto, input_values={"rate": 16000})
-    assert str(err.value) == "input_values: the model has no input 'rate' (inputs: x, sr)"
+    assert str(err.value) == "--input-value (input_values=): the model has no input 'rate' (inputs: x, sr)"
+    assert isinstance(err.value, UsageError)  # a misuse of the flag: the CLI exits 2
     for bad, words in (("fast", "not a number"), (16000.5, "not a whole number"), ([1, 2], "does not fit"),
                        (2 ** 70, "out of its range")):
         with pytest.raises(ConversionError) as err:

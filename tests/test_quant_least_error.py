@@ -72,3 +72,43 @@ def test_candidates_are_distinct_and_minmax_first():
     lo, hi = c["percentile 99"]
     q = fake_quantized(x, lo, hi, -128, 127, False)
     assert q.min() >= lo - 1e-3 * (hi - lo) and q.max() <= hi + 1e-3 * (hi - lo)  # clipped to the range
+
+
+def joined_boxes_scores(half: int = 8, pixels: float = 300.0):
+    """x [1, 2 x half] -> Split -> boxes = 300 x (first half), scores = sigmoid(second half - 6) -> Concat: a YOLO
+    head's join of pixel boxes beside 0..1 scores. Only the scores' half carries a rare tail (the detections)."""
+    nodes = [helper.make_node("Split", ["x"], ["fb", "fs"], axis=1, num_outputs=2),
+             helper.make_node("Mul", ["fb", "P"], ["b"]), helper.make_node("Add", ["fs", "S"], ["s0"]),
+             helper.make_node("Sigmoid", ["s0"], ["s"]), helper.make_node("Concat", ["b", "s"], ["y"], axis=1)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2 * half])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2 * half])],
+        [numpy_helper.from_array(np.array(pixels, np.float32), "P"),
+         numpy_helper.from_array(np.array(-6.0, np.float32), "S")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def test_a_joined_output_weighs_each_part_by_its_own_energy(monkeypatch):
+    """The input's candidates: min / max (keeps the scores' tail, coarse steps for the boxes) and a range clipped at
+    2.5 (finer boxes; every detection's score crushed from ~0.98 to sigmoid(2.5 - 6) = 0.03). Over the joined
+    tensor's energy the boxes (300x) rule and the clipped range wins; part by part the scores' loss counts as the
+    boxes' gain does, and min / max is kept."""
+    import converters.quantize.least_error as least_error
+    from converters.quantize.calibrate import Runner
+    from edge_sdk.model import read_model
+
+    model = read_model(convert(joined_boxes_scores(), quantize="none").tflite)
+    sg = model.subgraphs[0]
+    x = next(t for t in sg.inputs)
+    assert len(least_error.measured_at(model)[sg.outputs[0]][1]) == 2  # measured at the join, part by part
+    rng = np.random.default_rng(5)
+    samples = [[v] for v in rng.standard_normal((8, 1, 16)).astype(np.float32)]
+    for k, s in enumerate(samples):
+        s[0][0, 8 + k % 8] = 10.0  # one detection per sample in the scores' half
+    lo = min(float(s[0].min()) for s in samples)
+    cands = {x: {"minmax": (lo, 10.0), "clipped": (lo, 2.5)}}
+    run = Runner(model)
+    chosen = least_error.least_error_ranges(model, cands, samples, run, -128, 127, False)[0][x]
+    monkeypatch.setattr(least_error, "measured_at", lambda m: {o: (o, None) for o in m.subgraphs[0].outputs})
+    whole = least_error.least_error_ranges(model, cands, samples, run, -128, 127, False)[0][x]
+    assert chosen == (lo, 10.0) and whole == (lo, 2.5), (chosen, whole)

@@ -58,8 +58,7 @@ def _branch(tag: str, seed: int):
                              [numpy_helper.from_array(v, k) for k, v in w.items()])
 
 
-@pytest.fixture(scope="module")
-def vad(tmp_path_factory):
+def vad_proto():
     """A silero-like VAD as exporters write it: symbolic dims, an If on the int64 scalar sr, the LSTM state as one
     [2, batch, H] input and output read in the branches."""
     nodes = [helper.make_node("Equal", ["sr", "k16000"], ["is16k"]),
@@ -69,9 +68,13 @@ def vad(tmp_path_factory):
                                              _vi("sr", [])],
                               [_vi("output", ["batch", 1]), _vi("stateN", [2, "batch", HIDDEN])],
                               [numpy_helper.from_array(np.array(16000, np.int64), "k16000")])
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)], ir_version=8)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)], ir_version=8)
+
+
+@pytest.fixture(scope="module")
+def vad(tmp_path_factory):
     path = tmp_path_factory.mktemp("walk24") / "vad.onnx"
-    onnx.save(proto, path)
+    onnx.save(vad_proto(), path)
     return path
 
 

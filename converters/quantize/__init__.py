@@ -232,6 +232,7 @@ def quantize(model: Model, calibration=None, mode: str = "int8", method: str = "
     if zero_div:  # never written: a quantized DIV whose divisor may be its zero point stays float32
         no_rule = no_rule + zero_div
         excluded = build.excluded = excluded | {i for i, _ in zero_div}
+        build.tails |= {i for i, _ in zero_div}  # float32 as a widened op is: a model output it gives stays float32
         first = build(excluded)
     kept = None
     if measure_error or precision == "auto":

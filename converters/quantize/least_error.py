@@ -10,6 +10,11 @@ spike a sigmoid or a clamp flattens later is clipped; one the outputs carry is k
 accuracy guard judges on are never used. Each tensor is judged alone (the others float): one downstream run per
 tensor, candidate and sample -- on palm_detection_lite (120 activations) 754 s under load, and 119 kept min / max.
 
+An output that is a join (CONCATENATION / PACK, through ops that only move values: YOLO's [1, 4 + C, N] of boxes in
+pixels beside 0..1 scores) is measured at the join, part by part, each part's error relative to its own energy: over
+the joined tensor's energy the boxes' (~1e5 x the scores') would rule, and a range that crushes the scores would
+count as no error at all -- the guard, too, judges such an output part by part (``measure.layer_errors``).
+
     ranges, counts = least_error_ranges(model, candidates, samples, float_run, qmin, qmax, symmetric)
 """
 
@@ -22,6 +27,7 @@ from collections import Counter
 import numpy as np
 
 from converters.quantize.builder import is_float
+from converters.quantize.joins import join_parts, output_join
 from converters.quantize.scales import affine
 from edge_sdk.model.types import Model, SubGraph
 
@@ -35,9 +41,25 @@ def fake_quantized(x: np.ndarray, lo: float, hi: float, qmin: int, qmax: int, sy
     return ((q - z) * s).astype(np.float32)
 
 
-def _downstream(model: Model, t: int):
+def measured_at(model: Model) -> dict:
+    """{model output: (the tensor its error is measured at, [index of each part in it] or None)}: a float output
+    made (through value-moving ops) by a join is measured at the join, part by part; any other at itself."""
+    sg = model.subgraphs[0]
+    produced = {u: i for i, op in enumerate(sg.operators) for u in op.outputs if u >= 0}
+    at = {}
+    for o in sg.outputs:
+        if not is_float(model, o):
+            continue
+        j = output_join(model, o, produced)
+        at[o] = (j, [index for _, index in join_parts(model, sg.operators[produced[j]])]) if j is not None \
+            else (o, None)
+    return at
+
+
+def _downstream(model: Model, t: int, at: dict):
     """An interpreter running the ops that read ``t``, directly or not (graph order), fed every value they read
-    from outside (``t`` among them), giving the model outputs they write: (interpreter, its inputs, outputs)."""
+    from outside (``t`` among them), giving the tensors the model outputs they write are measured at (``at``:
+    ``measured_at``): (interpreter, its inputs, those tensors)."""
     from edge_sdk.runtime.interpreter import Interpreter
 
     sg = model.subgraphs[0]
@@ -49,7 +71,10 @@ def _downstream(model: Model, t: int):
     written = {u for op in ops for u in op.outputs if u >= 0}
     ins = list(dict.fromkeys(u for op in ops for u in op.inputs
                              if u >= 0 and u not in written and not sg.tensors[u].buffer))
-    outs = [u for u in sg.outputs if u in written and is_float(model, u)]
+    # an output measured at ``t`` itself (t its join) is measured there by the caller; one after its join (t
+    # between the join and the output) is measured whole
+    outs = list(dict.fromkeys(at[u][0] if at[u][0] in written else u for u in sg.outputs
+                              if u in written and u in at and at[u][0] != t))
     if not ops or not outs:
         return None
     one = copy.copy(model)
@@ -68,8 +93,10 @@ def least_error_ranges(model: Model, cands: dict, samples: list, float_run, qmin
     if len(model.subgraphs) > 1:  # IF / WHILE bodies: not cut into parts here
         return {t: c["minmax"] for t, c in cands.items()}, Counter(minmax=len(cands))
     open_t = [t for t, c in cands.items() if len(c) > 1]
-    runs = {t: _downstream(model, t) for t in open_t}
+    at = measured_at(model)
+    runs = {t: _downstream(model, t, at) for t in open_t}
     outputs = set(sg.outputs)
+    parts = {m: index for m, index in at.values()}  # measured tensor -> its parts' indexes (None: whole)
     err = {t: np.zeros(len(cands[t])) for t in open_t}  # per candidate: the model outputs' relative error, summed
     for sample in samples:
         ref = dict(float_run(sample))
@@ -82,8 +109,8 @@ def least_error_ranges(model: Model, cands: dict, samples: list, float_run, qmin
             run = runs[t]
             for k, (lo, hi) in enumerate(cands[t].values()):
                 xq = fake_quantized(x, lo, hi, qmin, qmax, symmetric)
-                if t in outputs:  # a model output: its own error
-                    err[t][k] += _relative(x.astype(np.float64).reshape(-1), xq.reshape(-1), energy, t)
+                if t in parts or t in outputs:  # measured itself: its own error (a join's part by part)
+                    err[t][k] += _parts_relative(x.astype(np.float64), xq, parts.get(t), energy, t)
                 if run is None:
                     continue
                 interp, ins, outs = run
@@ -93,8 +120,8 @@ def least_error_ranges(model: Model, cands: dict, samples: list, float_run, qmin
                 with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                     interp.invoke()
                 for o in outs:
-                    f = np.asarray(ref[o], np.float64).reshape(-1)
-                    err[t][k] += _relative(f, interp.get_tensor(o).reshape(-1), energy, o)
+                    f = np.asarray(ref[o], np.float64)
+                    err[t][k] += _parts_relative(f, interp.get_tensor(o), parts.get(o), energy, o)
     ranges, counts = {}, Counter()
     for t, c in cands.items():
         names = list(c)
@@ -106,6 +133,15 @@ def least_error_ranges(model: Model, cands: dict, samples: list, float_run, qmin
         ranges[t] = c[best]
         counts[best] += 1
     return ranges, counts
+
+
+def _parts_relative(f: np.ndarray, q: np.ndarray, index: list | None, energy: dict, key) -> float:
+    """``_relative`` of the whole value ``f`` (any shape; ``q`` of its size), or with ``index`` (a join's parts:
+    ``measured_at``) the sum of each part's, each over its own energy."""
+    if index is None:
+        return _relative(f.reshape(-1), np.asarray(q).reshape(-1), energy, key)
+    q = np.asarray(q).reshape(f.shape)
+    return sum(_relative(f[ix].reshape(-1), q[ix].reshape(-1), energy, (key, k)) for k, ix in enumerate(index))
 
 
 def _relative(f: np.ndarray, q: np.ndarray, energy: dict, key) -> float:

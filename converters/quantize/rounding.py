@@ -29,6 +29,8 @@ longer have."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from converters.quantize.builder import QuantGraph
@@ -42,6 +44,20 @@ MAX_GRAM_BYTES = 192 << 20  # the Gram matrices kept at once (float64); the laye
 DAMP = 0.01  # H + DAMP x mean(diag H) x I: a direction the samples never excite still has a finite inverse
 GPTQ_BLOCK = 128  # columns rounded one by one before the later ones take their errors in one matrix product
 MIN_ROWS_SHARE = 4.0  # a layer is rounded by its Gram only with this many patches per weight of a channel
+
+
+def one_blas_thread():
+    """A context in which numpy's BLAS runs on one thread (threadpoolctl, when installed; else nothing changes).
+    The Gram products and GPTQ's updates are many mid-sized products: OpenBLAS's threads split each and spin
+    waiting for one another, and on a busy 2-core machine that waiting was most of this rounding's cost -- the
+    YOLOv8n-like stand-in in int16x8 (46 layers rounded): convert() CPU 20.3 -> 7.0 s, wall 64.5 -> 24.8 s, the
+    same .tflite bytes (OpenBLAS splits a product by output blocks, not along the sum: each element's sum is the
+    same). Measured with OPENBLAS_NUM_THREADS=1 for the whole process (benchmarks/results/convert_goals_*)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # an optional speed-up: threadpoolctl comes with scikit-learn, not with edge-sdk
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 class _Geometry:
@@ -129,6 +145,11 @@ class Grams:
             self.target[i] = max(GRAM_ROWS, min(GRAM_TARGET_ROWS, TARGET_ROWS_SHARE * k))
 
     def add(self, values: dict, sample_inputs: dict) -> None:
+        if self.layers:
+            with one_blas_thread():
+                self._add(values, sample_inputs)
+
+    def _add(self, values: dict, sample_inputs: dict) -> None:
         sg = self.model.subgraphs[0]
         for i, (t, kind, depthwise) in self.layers.items():
             x = values.get(t, sample_inputs.get(t))
@@ -244,6 +265,11 @@ def rounded(model: Model, g: QuantGraph, grams: Grams) -> tuple[Model, list[dict
     """``model`` whose int8 layers of the built graph ``g`` with a Gram matrix carry GPTQ-rounded weights (float, on
     their grid: the quantizer's rounding gives those integers), and per layer what its rounding changed: the share
     of weights moved off their nearest step, and the output error tr(dW H dW^T) before and after (dB)."""
+    with one_blas_thread():
+        return _rounded(model, g, grams)
+
+
+def _rounded(model: Model, g: QuantGraph, grams: Grams) -> tuple[Model, list[dict]]:
     from converters import graph as G
     from converters.passes.equalize import editable_copy
 

@@ -34,7 +34,7 @@ from converters.quantize.builder import QuantGraph, integer_only, is_const, is_f
 from converters.quantize import joins
 from converters.quantize.given import given_weight_scales, source_weight_scale
 from converters.quantize.scales import affine, limits, quantize_array, round_away, weight_scales
-from edge_sdk.errors import ConversionError, ModelError
+from edge_sdk.errors import ConversionError, SettingError
 from edge_sdk.model.types import Model, Operator
 from edge_sdk.runtime import op_table
 from edge_sdk.runtime.kernels.quant import INT32_MAX
@@ -107,7 +107,7 @@ def resolve_exclude(model: Model, exclude) -> set[int]:
         else:
             unknown.append(f"{e!r} names no op index or op output tensor")
     if unknown:
-        raise ModelError("quantize: exclude: " + "; ".join(unknown))
+        raise SettingError("--exclude (exclude=): " + "; ".join(unknown))
     return out
 
 

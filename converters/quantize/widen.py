@@ -518,7 +518,8 @@ def _escalate(model: Model, build, cal: Calibration, kept: Guarded, base_exclude
                                        or rule(model.op_name(sg.operators[i]))[1])
         elif state.get(i) != widest:
             order.append(i)
-    if not order:
+    if not order:  # every op already at its widest (float32 by rule: a DIV whose divisor nears zero), still short
+        kept.all_widened = not kept.cannot
         return done
     macs = _op_macs(cal)
     before = _Trial(kept.qmodel, kept.graph, kept.outputs, state, goal.short(kept.qmodel, kept.outputs))
