@@ -71,6 +71,13 @@ CASES = {
                    True, True, 40, 0.08, 127),
     "dw-ratio-above-quarter": ("DEPTHWISE_CONV_2D", (1, 5, 5, 8, 1, 2, 1, "SAME", (1, 1), (1, 1), "NONE"),
                                True, True, 2, 0.002, 3),
+    # 5x5 windows inside the input (DW_5X5 from the folded sums) beside clipped ones, a channel tail (c % 4)
+    "dw-5x5-inside-c14": ("DEPTHWISE_CONV_2D", (1, 9, 11, 14, 1, 5, 5, "SAME", (1, 1), (1, 1), "RELU6"),
+                          True, True, -77, 0.08, 127),
+    "dw-5x5-stride2-dilation-w2": ("DEPTHWISE_CONV_2D", (1, 12, 13, 8, 1, 5, 5, "SAME", (2, 2), (1, 2), "NONE"),
+                                   False, True, 127, 0.08, 127),
+    "dw-5x5-ratio-above-quarter": ("DEPTHWISE_CONV_2D", (1, 8, 8, 8, 1, 5, 5, "VALID", (1, 1), (1, 1), "NONE"),
+                                   True, True, 2, 0.002, 3),
     # FULLY_CONNECTED (batch shape, units, act)
     "fc-depth37-units10": ("FULLY_CONNECTED", ((2, 37), 10, "NONE"), True, True, -128, 0.08, 127),
     "fc-depth64-units8-per-tensor": ("FULLY_CONNECTED", ((3, 64), 8, "RELU"), False, True, 127, 0.1, 127),

@@ -579,6 +579,38 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
                          : [xs] "r"(XS), [ws] "r"(WS), [xrow] "m"(xrow_), [wrow] "m"(wrow_)                 \
                          : "memory");                                                                       \
     } while (0)
+/* The five taps of one filter row at xr / wr, XS / WS bytes apart: taps 0..2 by register offsets, then both
+ * pointers two taps on for taps 3 and 4 (Thumb-2 has no register post-index). 52 instructions per 20 MACs,
+ * where DW_ROW4's loop takes 75. */
+#define DW_ASM_ROW5                                                                                         \
+    "ldr %[xv], [%[xr]]\n\t" "ldr %[wv], [%[wr]]\n\t"                                                       \
+    DW_ASM_MAC4                                                                                             \
+    "ldr %[xv], [%[xr], %[xs]]\n\t" "ldr %[wv], [%[wr], %[ws]]\n\t"                                         \
+    DW_ASM_MAC4                                                                                             \
+    "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t" "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                         \
+    DW_ASM_MAC4                                                                                             \
+    "add %[xr], %[xr], %[xs], lsl #1\n\t" "add %[wr], %[wr], %[ws], lsl #1\n\t"                             \
+    "ldr %[xv], [%[xr], %[xs]]\n\t" "ldr %[wv], [%[wr], %[ws]]\n\t"                                         \
+    DW_ASM_MAC4                                                                                             \
+    "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t" "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                         \
+    DW_ASM_MAC4
+/* A whole 5x5 window, the rows XROW / WROW bytes apart: one asm block a row (a block for all five would
+ * need two more registers than the M4 has left), the sums in registers throughout. */
+#define DW_5X5(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3)                                                \
+    do {                                                                                                    \
+        const int8_t *xq_ = (xr0), *wq_ = (wr0);                                                            \
+        int32_t r_;                                                                                         \
+        for (r_ = 0; r_ < 5; r_++, xq_ += (XROW), wq_ += (WROW)) {                                          \
+            const int8_t *xr_ = xq_, *wr_ = wq_;                                                            \
+            uint32_t xv_, wv_, t1_, t2_;                                                                    \
+            __asm__ volatile(DW_ASM_ROW5                                                                    \
+                             : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3),              \
+                               [xv] "=&r"(xv_), [wv] "=&r"(wv_), [t1] "=&r"(t1_), [t2] "=&r"(t2_),          \
+                               [xr] "+&r"(xr_), [wr] "+&r"(wr_)                                             \
+                             : [xs] "r"(XS), [ws] "r"(WS)                                                   \
+                             : "memory");                                                                   \
+        }                                                                                                   \
+    } while (0)
 #else
 #define DW_ROW4(xr0, wr0, n0, XS, WS, OFF2, a0, a1, a2, a3)                                                 \
     do {                                                                                                    \
@@ -603,6 +635,12 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
         DW_ROW4((xr0), (wr0), 3, XS, WS, 0u, a0, a1, a2, a3);                                               \
         DW_ROW4((xr0) + (XROW), (wr0) + (WROW), 3, XS, WS, 0u, a0, a1, a2, a3);                             \
         DW_ROW4((xr0) + 2 * (XROW), (wr0) + 2 * (WROW), 3, XS, WS, 0u, a0, a1, a2, a3);                     \
+    } while (0)
+#define DW_5X5(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3)                                                \
+    do {                                                                                                    \
+        int32_t r_;                                                                                         \
+        for (r_ = 0; r_ < 5; r_++)                                                                          \
+            DW_ROW4((xr0) + r_ * (XROW), (wr0) + r_ * (WROW), 5, XS, WS, 0u, a0, a1, a2, a3);               \
     } while (0)
 #endif
 
@@ -948,13 +986,15 @@ static void dw_run3x3_pairs(dw_run_t *st, int32_t c) {
 }
 
 /* Multiplier 1 on DSP cores, four channels at a time from registers, one group of four over every pixel
- * (its four channels' requantization unpacked once). A 3x3 window inside the input (per output row, the
- * columns [oxa, oxb) of a row whose window rows are all inside) multiplies raw inputs: the input offset is
- * folded into the starting sums, fb = bias + input_offset * (sum of the channel's nine weights) (sums mod
- * 2^32 equal the reference's). Every other pixel (and kernel size) starts from the bias and runs its valid
- * taps row by row with the offset added to the inputs (padding skipped, as the reference). A layer edge_rq does
- * not cover (one channel's ratio above 1/4 is enough) runs the same sums, its inside 3x3 windows pixel by
- * pixel, and requantizes with edge_mbqm. Channels past the last multiple of four run the reference loop. */
+ * (its four channels' requantization unpacked once). A 3x3 or 5x5 window inside the input (per output row,
+ * the columns [oxa, oxb) of a row whose window rows are all inside) multiplies raw inputs: the input offset is
+ * folded into the starting sums, fb = bias + input_offset * (sum of the channel's kh * kw weights) (sums mod
+ * 2^32 equal the reference's); 3x3 runs in dw_run3x3 / dw_run3x3_pairs, 5x5 pixel by pixel (DW_5X5: ~2.6
+ * instructions per MAC, where the row loop below takes ~3.75 plus its per-row set-up). Every other pixel (and
+ * kernel size) starts from the bias and runs its valid taps row by row with the offset added to the inputs
+ * (padding skipped, as the reference). A layer edge_rq does not cover (one channel's ratio above 1/4 is enough)
+ * runs the same sums, its inside windows pixel by pixel, and requantizes with edge_mbqm. Channels past the last
+ * multiple of four run the reference loop. */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
@@ -967,7 +1007,7 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
     const int32_t dh = d->dh, dwx = d->dw;
     const int32_t xstep = dwx * c, xrow = dh * w * c, wrow = kw * c, pstep = sw * c;
     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
-    const int is3x3 = kh == 3 && kw == 3;
+    const int is3x3 = kh == 3 && kw == 3, is5x5 = kh == 5 && kw == 5;
     int pairs; /* dw_run3x3_pairs on the inside runs (weights widened once per group and call) */
     uint32_t b4[4];
     dw_run_t run;
@@ -1026,6 +1066,17 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
                         if (EDGE_WITH_DW_PAIRS && pairs && run.n >= 2) dw_run3x3_pairs(&run, c);
                         else dw_run3x3(&run, xstep, c);
                         ox = oxb - 1, yp += (int64_t)(oxb - oxa - 1) * c; /* the loop steps to oxb */
+                        continue;
+                    }
+                    if (ox == oxa && fy1 - fy0 == kh && is5x5 && oxa < oxb) { /* inside 5x5 windows */
+                        for (; ox < oxb; ox++, yp += c) { /* raw inputs from fb, pixel by pixel */
+                            a0 = run.fb[0], a1 = run.fb[1], a2 = run.fb[2], a3 = run.fb[3];
+                            DW_5X5(x + xrow0 + (int64_t)(ox * sw - pl) * c, run.w, xstep, c, xrow, wrow, a0, a1,
+                                   a2, a3);
+                            if (generic) dw_store4_generic(d, a0, a1, a2, a3, ch, yp);
+                            else dw_store4(a0, a1, a2, a3, run.q, yp, &run.o);
+                        }
+                        ox--, yp -= c; /* the loop steps to oxb */
                         continue;
                     }
                     /* the taps inside the input, the offset added to each input */
