@@ -205,13 +205,12 @@ def toolchain_version() -> str:
     return subprocess.run(["arm-none-eabi-gcc", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 
 
-def library_key(dirs: dict[str, Path], kernels: str, srcs: dict[str, list[Path]]) -> str:
-    """Hash of the compiler, the flags, the source list and every source and header of the trees read."""
+def tree_key(dirs: dict[str, Path], kernels: str) -> str:
+    """Hash of the compiler, the flags and every source and header of the trees read: an object compiled under
+    one key is the same object for any selection of sources."""
     h = hashlib.sha256()
     h.update(toolchain_version().encode())
     h.update(json.dumps([CPU_FLAGS, COMMON_FLAGS, CXX_FLAGS, C_FLAGS, CORE_OPT, KERNEL_OPT, kernels]).encode())
-    for group in ("core", "kernels", "third_party"):
-        h.update("\n".join(str(p) for p in srcs[group]).encode())
     roots = [dirs["tflm"] / "tensorflow", dirs["cmsis_nn"] / "Include", dirs["cmsis_nn"] / "Source",
              dirs["flatbuffers"] / "include", dirs["gemmlowp"] / "fixedpoint", dirs["gemmlowp"] / "internal",
              dirs["ruy"] / "ruy" / "profiler"]
@@ -228,47 +227,73 @@ def cache_root() -> Path:
     return Path(base) / "tflm-cmsis"
 
 
-def build_library(dirs: dict[str, Path], kernels: str, jobs: int, log=print) -> Path:
-    """libtflm.a (core -Os, kernels and CMSIS-NN -O2), cached by library_key; built into a temporary folder
-    renamed into place, so a stopped build leaves no half library."""
+REGISTER_DEF = re.compile(r"TFLMRegistration\s+Register_(\w+)\s*\(\s*\)\s*\{")
+
+
+def select_kernels(kernel_srcs: list[Path], ops) -> list[Path]:
+    """The kernel sources a firmware of these builtin ops links: every file that defines no Register_X (the
+    shared *_common / eval helpers) and the files that define Register_<op> for an op given; all with ops None.
+    (Compiling TFLM's ~120 kernel files takes most of the build on a loaded 2-core host.)"""
+    if ops is None:
+        return list(kernel_srcs)
+    wanted = {o.upper() for o in ops}
+    out = []
+    for p in kernel_srcs:
+        defined = set(REGISTER_DEF.findall(p.read_text(errors="replace")))
+        if not defined or defined & wanted:
+            out.append(p)
+    return out
+
+
+def object_name(group: str, src: Path, root: Path) -> str:
+    """One object a source, named by its path (the object folder is shared by every selection)."""
+    return f"{group}__{src.relative_to(root).as_posix().replace('/', '__')}.o"
+
+
+def build_library(dirs: dict[str, Path], kernels: str, jobs: int, ops=None, log=print) -> Path:
+    """libtflm.a (core -Os, kernels and CMSIS-NN -O2) of the kernels ``ops`` need (select_kernels; all when None).
+    Objects are cached by tree_key in one folder, each written under a temporary name and then renamed (a stopped
+    build keeps its whole objects, the next compiles only what is missing); the archive is cached by the key and
+    the selection."""
     srcs = tflm_sources(dirs, kernels)
-    key = library_key(dirs, kernels, srcs)
-    lib = cache_root() / f"{kernels}-{key}" / "libtflm.a"
+    srcs["kernels"] = select_kernels(srcs["kernels"], ops)
+    key = tree_key(dirs, kernels)
+    roots = {"core": dirs["tflm"], "kernels": dirs["tflm"], "third_party": dirs["cmsis_nn"]}
+    objdir = cache_root() / f"{kernels}-{key}-objects"
+    objdir.mkdir(parents=True, exist_ok=True)
+    incs = include_flags(dirs)
+    defines = ["-DCMSIS_NN"] if kernels == "cmsis_nn" else []
+    todo, objs = [], []
+    for group, opt in (("core", CORE_OPT), ("kernels", KERNEL_OPT), ("third_party", KERNEL_OPT)):
+        for src in srcs[group]:
+            obj = objdir / object_name(group, src, roots[group])
+            objs.append(obj)
+            if not obj.is_file():
+                todo.append((_compile_cmd(src, obj.with_suffix(".o.tmp"), opt, defines, incs), obj))
+    selection = hashlib.sha256("\n".join(o.name for o in objs).encode()).hexdigest()[:12]
+    lib = cache_root() / f"{kernels}-{key}-{selection}" / "libtflm.a"
     if lib.is_file():
         log(f"TFLM library: cached {lib}")
         return lib
-    lib.parent.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f"{kernels}-{key}.", dir=lib.parent.parent))
-    incs = include_flags(dirs)
-    defines = ["-DCMSIS_NN"] if kernels == "cmsis_nn" else []
-    jobs_list = []
-    for group, opt in (("core", CORE_OPT), ("kernels", KERNEL_OPT), ("third_party", KERNEL_OPT)):
-        for i, src in enumerate(srcs[group]):
-            obj = work / f"{group}_{i:04d}_{src.stem}.o"
-            jobs_list.append(_compile_cmd(src, obj, opt, defines, incs))
-    log(f"TFLM library: compiling {len(jobs_list)} files ({kernels}, {jobs} jobs) into {lib}")
+    log(f"TFLM library: compiling {len(todo)} of {len(objs)} files ({kernels}, {jobs} jobs) into {lib}")
 
-    def run(cmd):
+    def run(job):
+        cmd, obj = job
         r = subprocess.run(["nice"] + cmd, capture_output=True, text=True)
+        if r.returncode == 0:
+            os.replace(obj.with_suffix(".o.tmp"), obj)
         return cmd, r
 
-    try:
-        with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-            for cmd, r in pool.map(run, jobs_list):
-                if r.returncode:
-                    raise RuntimeError(f"compiling {cmd[-3]} failed: "
-                                       f"{(r.stderr.strip().splitlines() or ['?'])[-1][:300]}")
-        objs = sorted(str(p) for p in work.glob("*.o"))
-        subprocess.run(["arm-none-eabi-ar", "rcs", str(work / "libtflm.a")] + objs, check=True)
-        final = lib.parent
-        if final.exists():
-            shutil.rmtree(final)
-        for p in work.glob("*.o"):
-            p.unlink()
-        os.replace(work, final)
-    finally:
-        if work.exists():
-            shutil.rmtree(work, ignore_errors=True)
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        for cmd, r in pool.map(run, todo):
+            if r.returncode:
+                raise RuntimeError(f"compiling {cmd[-3]} failed: "
+                                   f"{(r.stderr.strip().splitlines() or ['?'])[-1][:300]}")
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    archive = lib.with_suffix(".a.tmp")
+    archive.unlink(missing_ok=True)
+    subprocess.run(["arm-none-eabi-ar", "rcs", str(archive)] + [str(o) for o in objs], check=True)
+    os.replace(archive, lib)
     return lib
 
 
@@ -499,6 +524,7 @@ def build_firmware(model_path: Path, lib: Path, dirs: dict[str, Path], work: Pat
     elf = work / "tflm.elf"
     link = ["arm-none-eabi-g++", *CPU_FLAGS, f"-T{board_dir / 'board.ld'}", f"-L{BOARDS / 'common'}",
             "-nostartfiles", "--specs=nano.specs", "--specs=nosys.specs", "-Wl,--gc-sections",
+            "-Wl,--defsym=end=_ebss",  # newlib's _sbrk (pulled in by libstdc++, never called): heap after .bss
             *map(str, objs), str(work / "harness.o"), str(work / "model.o"), str(lib), "-lm", "-o", str(elf)]
     r = subprocess.run(link, capture_output=True, text=True)
     if r.returncode:
@@ -588,6 +614,8 @@ def parse_args(argv):
     ap.add_argument("--tflm-commit", default="unknown", help="--record: the tflite-micro commit of --tflm")
     ap.add_argument("--cmsis-nn-commit", default="unknown", help="--record: the CMSIS-NN commit of --cmsis-nn")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--all-kernels", action="store_true",
+                    help="compile every TFLM kernel (default: the kernels of the models given, and the helpers)")
     ap.add_argument("--json", help="write the results (per model) to this file")
     a = ap.parse_args(argv)
     for m in a.models:
@@ -607,7 +635,12 @@ def main(argv=None) -> int:
     except Misuse as exc:
         print(f"tflm_cmsis: {exc}", file=sys.stderr)
         return 2
-    lib = build_library(dirs, a.kernels, a.jobs)
+    try:
+        ops = sorted({op for m in a.models for op in model_ops(Path(m).read_bytes())})
+    except Exception as exc:  # noqa: BLE001 - a file that is no model: say which, exit 2
+        print(f"tflm_cmsis: a model given does not read: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    lib = build_library(dirs, a.kernels, a.jobs, ops=None if a.all_kernels else ops)
     print(f"TFLM ({a.kernels}) on {BOARD}, -icount shift=0: instructions of one Invoke() = SysTick ticks x "
           f"{TICK_INSTRUCTIONS} (EMULATED INSTRUCTION COUNTS, +-{TICK_INSTRUCTIONS}); {toolchain_version()}")
     print(f"{'model':<48} {'instructions':>14} {'tflm arena':>11}  outputs")

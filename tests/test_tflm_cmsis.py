@@ -133,3 +133,19 @@ def test_node_instructions_only_for_subgraph_0_one_for_one():
     assert tflm_cmsis.node_instructions([(4, 10), (9, 2)], [4, 9]) == [400, 80]
     assert tflm_cmsis.node_instructions([(4, 10), (3, 1), (9, 2)], [4, 9]) is None  # a called subgraph's node
     assert tflm_cmsis.node_instructions([], [4]) is None
+
+
+def test_select_kernels_keeps_helpers_and_the_ops_registrations(tmp_path):
+    files = {"conv.cc": "TFLMRegistration Register_CONV_2D() {\n  return {};\n}\n",
+             "conv_common.cc": "TfLiteStatus ConvPrepare() { return kTfLiteOk; }\n",
+             "pad.cc": "TFLMRegistration Register_PAD() {\n}\nTFLMRegistration Register_PADV2() {\n}\n",
+             "svdf.cc": "TFLMRegistration Register_SVDF() { return {}; }\n"}
+    paths = []
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        paths.append(tmp_path / name)
+    names = lambda ps: [p.name for p in ps]  # noqa: E731
+    assert names(tflm_cmsis.select_kernels(paths, ["CONV_2D"])) == ["conv.cc", "conv_common.cc"]
+    assert names(tflm_cmsis.select_kernels(paths, ["PADV2", "SVDF"])) == ["conv_common.cc", "pad.cc", "svdf.cc"]
+    assert tflm_cmsis.select_kernels(paths, None) == paths
+    assert tflm_cmsis.object_name("kernels", tmp_path / "a" / "b.cc", tmp_path) == "kernels__a__b.cc.o"
