@@ -132,6 +132,8 @@ def parse_uart(text: str) -> dict:
             out["nodes"].append((int(words[2]), int(words[3])))
     if "ticks" not in out or "arena" not in out:
         raise ValueError("no 'ticks' / 'arena' line from the board (it did not finish an invoke)")
+    if out["ticks"] >= 1 << 31:  # a difference of two timer reads that went backwards
+        raise ValueError(f"ticks {out['ticks']}: the timer stepped back during the invoke")
     out["instructions"] = out["ticks"] * TICK_INSTRUCTIONS
     return out
 
@@ -406,7 +408,8 @@ int main(void) {
       board_exit(3);
     }
     fill_inputs(in);
-    board_timer_restart();
+    // no board_timer_restart() here: SysTick's current value reads 0 until its first reload after a restart,
+    // which made t0 the top of the 24-bit count (dt 2^24 ticks short); board_init started it long ago
     uint32_t t0 = board_timer_now();
     TfLiteStatus s = in.Invoke();
     uint32_t dt = board_timer_now() - t0;
@@ -439,7 +442,6 @@ int main(void) {
       board_exit(3);
     }
     fill_inputs(in);
-    board_timer_restart();
     if (in.Invoke() != kTfLiteOk) {
       board_print("ERROR Invoke (per node)\r\n");
       board_exit(4);

@@ -56,6 +56,7 @@ def test_parse_uart_reads_ticks_arena_outputs_and_nodes():
 @pytest.mark.parametrize("text, match", [
     ("ticks 5\r\narena 1\r\nout 0 3 0011\r\n", "2 bytes where the board announced 3"),
     ("arena 1\r\n", "no 'ticks'"),
+    ("ticks 4278227464\r\narena 1\r\n", "stepped back"),
     ("\r\nFAULT HardFault pc=0x00001234\r\n", "HardFault"),
     ("ERROR AllocateTensors\r\n", "AllocateTensors"),
 ])

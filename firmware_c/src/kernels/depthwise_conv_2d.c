@@ -594,13 +594,13 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
     DW_ASM_MAC4                                                                                             \
     "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t" "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                         \
     DW_ASM_MAC4
-/* A whole 5x5 window, the rows XROW / WROW bytes apart: one asm block a row (a block for all five would
- * need two more registers than the M4 has left), the sums in registers throughout. */
-#define DW_5X5(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3)                                                \
+/* NROWS whole rows of a 5x5 window, the rows XROW / WROW bytes apart: one asm block a row (a block for all five
+ * would need two more registers than the M4 has left), the sums in registers throughout. */
+#define DW_5ROWS(xr0, wr0, NROWS, XS, WS, XROW, WROW, a0, a1, a2, a3)                                       \
     do {                                                                                                    \
         const int8_t *xq_ = (xr0), *wq_ = (wr0);                                                            \
         int32_t r_;                                                                                         \
-        for (r_ = 0; r_ < 5; r_++, xq_ += (XROW), wq_ += (WROW)) {                                          \
+        for (r_ = 0; r_ < (NROWS); r_++, xq_ += (XROW), wq_ += (WROW)) {                                    \
             const int8_t *xr_ = xq_, *wr_ = wq_;                                                            \
             uint32_t xv_, wv_, t1_, t2_;                                                                    \
             __asm__ volatile(DW_ASM_ROW5                                                                    \
@@ -611,6 +611,8 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
                              : "memory");                                                                   \
         }                                                                                                   \
     } while (0)
+#define DW_5X5(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3) \
+    DW_5ROWS(xr0, wr0, 5, XS, WS, XROW, WROW, a0, a1, a2, a3)
 #else
 #define DW_ROW4(xr0, wr0, n0, XS, WS, OFF2, a0, a1, a2, a3)                                                 \
     do {                                                                                                    \
@@ -636,12 +638,14 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
         DW_ROW4((xr0) + (XROW), (wr0) + (WROW), 3, XS, WS, 0u, a0, a1, a2, a3);                             \
         DW_ROW4((xr0) + 2 * (XROW), (wr0) + 2 * (WROW), 3, XS, WS, 0u, a0, a1, a2, a3);                     \
     } while (0)
-#define DW_5X5(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3)                                                \
+#define DW_5ROWS(xr0, wr0, NROWS, XS, WS, XROW, WROW, a0, a1, a2, a3)                                       \
     do {                                                                                                    \
         int32_t r_;                                                                                         \
-        for (r_ = 0; r_ < 5; r_++)                                                                          \
+        for (r_ = 0; r_ < (NROWS); r_++)                                                                    \
             DW_ROW4((xr0) + r_ * (XROW), (wr0) + r_ * (WROW), 5, XS, WS, 0u, a0, a1, a2, a3);               \
     } while (0)
+#define DW_5X5(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3) \
+    DW_5ROWS(xr0, wr0, 5, XS, WS, XROW, WROW, a0, a1, a2, a3)
 #endif
 
 /* The output side of the four-channel path: zero point, the clamp as four bytes (lo4 / hi4: lo and hi in
@@ -1010,6 +1014,7 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
     const int is3x3 = kh == 3 && kw == 3, is5x5 = kh == 5 && kw == 5;
     int pairs; /* dw_run3x3_pairs on the inside runs (weights widened once per group and call) */
     uint32_t b4[4];
+    uint32_t rs5[5][4]; /* 5x5: input_offset * (sum of filter row fy's weights), per channel of the group */
     dw_run_t run;
     int32_t b, oy, ox, fy, fx, ch, j, fy0, fy1, fx0, fx1, oxa, oxb;
     run.o.zp = d->output_offset;
@@ -1034,6 +1039,12 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
             uint32_t swt = 0;
             int32_t t;
             for (t = 0; t < kh * kw; t++) swt += (uint32_t)wt[(int64_t)t * c + ch + j];
+            if (is5x5)
+                for (fy = 0; fy < 5; fy++) {
+                    uint32_t sr = 0;
+                    for (fx = 0; fx < 5; fx++) sr += (uint32_t)wt[(int64_t)(fy * 5 + fx) * c + ch + j];
+                    rs5[fy][j] = sr * (uint32_t)off;
+                }
             b4[j] = bias ? (uint32_t)bias[ch + j] : 0;
             run.fb[j] = b4[j] + swt * (uint32_t)off;
             if (!generic) run.q[j] = edge_rq_at(d->rq, d->oc, ch + j);
@@ -1082,7 +1093,12 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
                     /* the taps inside the input, the offset added to each input */
                     a0 = b4[0], a1 = b4[1], a2 = b4[2], a3 = b4[3];
                     edge_conv_taps(ix0, dwx, w, kw, &fx0, &fx1);
-                    if (fx1 > fx0)
+                    if (is5x5 && fx1 - fx0 == 5 && fy1 > fy0) { /* whole rows (clipped above or below only) */
+                        for (fy = fy0; fy < fy1; fy++) /* their raw inputs from the rows' folded offsets */
+                            a0 += rs5[fy][0], a1 += rs5[fy][1], a2 += rs5[fy][2], a3 += rs5[fy][3];
+                        DW_5ROWS(x + (xrow0 + (int64_t)fy0 * xrow + (int64_t)ix0 * c), wt + (int64_t)fy0 * wrow + ch,
+                                 fy1 - fy0, xstep, c, xrow, wrow, a0, a1, a2, a3);
+                    } else if (fx1 > fx0)
                         for (fy = fy0; fy < fy1; fy++)
                             DW_ROW4(x + (xrow0 + (int64_t)fy * xrow + (int64_t)(ix0 + fx0 * dwx) * c),
                                     wt + ((int64_t)fy * kw + fx0) * c + ch, fx1 - fx0, xstep, c, off2, a0, a1, a2, a3);
