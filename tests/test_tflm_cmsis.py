@@ -150,3 +150,10 @@ def test_select_kernels_keeps_helpers_and_the_ops_registrations(tmp_path):
     assert names(tflm_cmsis.select_kernels(paths, ["PADV2", "SVDF"])) == ["conv_common.cc", "pad.cc", "svdf.cc"]
     assert tflm_cmsis.select_kernels(paths, None) == paths
     assert tflm_cmsis.object_name("kernels", tmp_path / "a" / "b.cc", tmp_path) == "kernels__a__b.cc.o"
+
+
+def test_arena_fills_the_psram_the_model_leaves():
+    for model_bytes in (2704, 300568, 5246304):
+        arena = tflm_cmsis.arena_bytes(model_bytes)
+        assert arena % 16 == 0 and model_bytes + arena <= tflm_cmsis.PSRAM_BYTES - 64 * 1024
+        assert arena > tflm_cmsis.PSRAM_BYTES - model_bytes - 65 * 1024
