@@ -993,8 +993,9 @@ static void dw_run3x3_pairs(dw_run_t *st, int32_t c) {
  * (its four channels' requantization unpacked once). A 3x3 or 5x5 window inside the input (per output row,
  * the columns [oxa, oxb) of a row whose window rows are all inside) multiplies raw inputs: the input offset is
  * folded into the starting sums, fb = bias + input_offset * (sum of the channel's kh * kw weights) (sums mod
- * 2^32 equal the reference's); 3x3 runs in dw_run3x3 / dw_run3x3_pairs, 5x5 pixel by pixel (DW_5X5: ~2.6
- * instructions per MAC, where the row loop below takes ~3.75 plus its per-row set-up). Every other pixel (and
+ * 2^32 equal the reference's); 3x3 runs in dw_run3x3 / dw_run3x3_pairs, 5x5 (its own copy, k5) pixel by pixel
+ * (DW_5X5: ~2.6 instructions per MAC, where the row loop below takes ~3.75 plus its per-row set-up), as do its
+ * windows clipped only above or below (DW_5ROWS). Every other pixel (and
  * kernel size) starts from the bias and runs its valid taps row by row with the offset added to the inputs
  * (padding skipped, as the reference). A layer edge_rq does not cover (one channel's ratio above 1/4 is enough)
  * runs the same sums, its inside windows pixel by pixel, and requantizes with edge_mbqm. Channels past the last
@@ -1003,7 +1004,7 @@ static void dw_run3x3_pairs(dw_run_t *st, int32_t c) {
 __attribute__((always_inline))
 #endif
 static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias,
-                                   int8_t *y, const int generic) {
+                                   int8_t *y, const int generic, const int k5) {
     /* the geometry in locals: the asm blocks clobber memory, so fields of *d would be reloaded after each */
     const int32_t c = d->c, c4 = c & ~3, off = d->input_offset, kh = d->kh, kw = d->kw;
     const int32_t n = d->n, h = d->geo.h, w = d->geo.w, oh = d->geo.oh, ow = d->geo.ow, sh = d->sh, sw = d->sw;
@@ -1011,7 +1012,9 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
     const int32_t dh = d->dh, dwx = d->dw;
     const int32_t xstep = dwx * c, xrow = dh * w * c, wrow = kw * c, pstep = sw * c;
     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
-    const int is3x3 = kh == 3 && kw == 3, is5x5 = kh == 5 && kw == 5;
+    /* k5 (a constant in each copy): a 5x5 layer's own copy, so that the 3x3 copy carries no trace of it (a test
+     * for it in the common copy's border loop cost mobilenet_v1 96's depthwise 3x3 +4.5%) */
+    const int is3x3 = !k5 && kh == 3 && kw == 3, is5x5 = k5;
     int pairs; /* dw_run3x3_pairs on the inside runs (weights widened once per group and call) */
     uint32_t b4[4];
     uint32_t rs5[5][4]; /* 5x5: input_offset * (sum of filter row fy's weights), per channel of the group */
@@ -1132,8 +1135,9 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
 /* generic (a ratio edge_rq does not cover: the same sums, edge_conv_rqw / edge_mbqm per channel) a constant in
  * each copy of the body, so that the common layer's loop carries no trace of it. */
 static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
-    if (d->rq_generic) dw_int8_m1_body(d, x, wt, bias, y, 1);
-    else dw_int8_m1_body(d, x, wt, bias, y, 0);
+    if (d->rq_generic) dw_int8_m1_body(d, x, wt, bias, y, 1, 0);
+    else if (d->kh == 5 && d->kw == 5) dw_int8_m1_body(d, x, wt, bias, y, 0, 1);
+    else dw_int8_m1_body(d, x, wt, bias, y, 0, 0);
 }
 
 /* a0..a3 (four outputs) += n >= 1 groups of four taps: four staged inputs (one LDR) widened by SXTAB16 into
