@@ -58,6 +58,7 @@ when an aim is NOT met.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -1064,6 +1065,15 @@ MCU_ANCHOR_OP_RATIOS = _ANCHORS["op_ratios"]  # model file: {op type: edge / CMS
 MCU_ANCHOR_NODES = {m: {int(k): v for k, v in n.items()} for m, n in _ANCHORS["nodes"].items()}  # CMSIS-NN
 # model file: {"cmsis": instructions, "tflm_arena", "nodes": [instructions per node of subgraph 0], ...}
 MCU_MEASURED = _ANCHORS.get("measured", {}).get("models", {})
+
+
+def mcu_measured(path: Path) -> dict:
+    """The measured TFLM + CMSIS-NN entry of a model file: by name, else by its bytes' sha256 (a zoo or stand-in
+    model rebuilt under another builder hash has another name, the same bytes)."""
+    if path.name in MCU_MEASURED:
+        return MCU_MEASURED[path.name]
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    return next((e for e in MCU_MEASURED.values() if e.get("sha256") == digest), {})
 CMSIS_NN_INNER_LOOP = 1.25  # instructions per MAC, 1x1 conv / FC inner loop (published; the issue's figure)
 MCU_TARGET = "qemu-mps2-an386"
 
@@ -1188,7 +1198,7 @@ def mcu_instructions(sets: dict[str, list[Path]]) -> None:
         AIMS.single("least-RAM plan <= 1.5x the default plan's instructions (QEMU M4)", None,
                     "skipped: qemu-system-arm / arm-none-eabi-gcc missing", section="7")
         return
-    vs_cmsis, vs_issue, min_ratio = {}, {}, {}
+    vs_cmsis, vs_issue, vs_measured, min_ratio = {}, {}, {}, {}
     for set_name, paths in sets.items():
         print(f"\n   {set_name}:")
         print(f"   {'model':<44} {'MACs':>11} {'default':>13} {'instr/MAC':>9} {'min':>13} {'min/def':>7} "
@@ -1200,7 +1210,7 @@ def mcu_instructions(sets: dict[str, list[Path]]) -> None:
             if isinstance(d, str):
                 print(f"   {p.name:<44} default: {d}")
                 continue
-            anchor, measured = MCU_ANCHORS.get(p.name), MCU_MEASURED.get(p.name, {})
+            anchor, measured = MCU_ANCHORS.get(p.name), mcu_measured(p)
             m_instr = mn["instructions"] if isinstance(mn, dict) else None
             ratio_min = (m_instr / d["instructions"]) if m_instr else None
             if isinstance(mn, dict) and mn["plan"].startswith("patch"):
@@ -1210,6 +1220,8 @@ def mcu_instructions(sets: dict[str, list[Path]]) -> None:
             vs_cmsis[p.name] = d["instructions"] / cm if cm else None
             if anchor:
                 vs_issue[p.name] = d["instructions"] / anchor["cmsis"]
+            if cm and origin == "m":
+                vs_measured[p.name] = vs_cmsis[p.name]
             hw = f"{d['high_water']} | {mn['high_water'] if isinstance(mn, dict) else '-'}"
             print(f"   {p.name:<44} {d['macs']:>11,} {d['instructions']:>13,} "
                   f"{d['instructions'] / max(d['macs'], 1):>9.2f} "
@@ -1248,7 +1260,7 @@ def mcu_instructions(sets: dict[str, list[Path]]) -> None:
     AIMS.every("<= 0.8x TFLM+CMSIS-NN's instructions (QEMU M4, the issue's anchors)",
                vs_issue, lambda r: r <= 0.8, "{:.2f}", section="7")
     AIMS.every("<= 0.8x TFLM+CMSIS-NN's instructions on every int8 model measured (QEMU M4, tflm_cmsis.py)",
-               {k: v for k, v in vs_cmsis.items() if k in MCU_MEASURED}, lambda r: r <= 0.8, "{:.2f}",
+               vs_measured, lambda r: r <= 0.8, "{:.2f}",
                section="7")
     AIMS.every("least-RAM plan <= 1.5x the default plan's instructions (QEMU M4)", min_ratio, lambda r: r <= 1.5,
                "{:.2f}x", section="7")

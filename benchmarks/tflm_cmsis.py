@@ -619,6 +619,7 @@ def record(results: dict[str, dict], a, kernels: str) -> None:
     today = datetime.date.today().isoformat()
     for name, r in results.items():
         entry = measured["models"].setdefault(name, {})
+        entry["sha256"] = r["model_sha256"]  # the zoo's file names carry a builder hash: found by content too
         entry[key] = r["instructions"]
         entry["tflm_arena"] = r["arena"]
         entry[f"{key}_build"] = build_id
@@ -705,7 +706,8 @@ def main(argv=None) -> int:
                 print("    (these are not subgraph 0's nodes one for one: other subgraphs' nodes interleave; "
                       "not recorded per node)")
         results[m.name] = {k: v for k, v in r.items() if k != "outputs"} | {
-            "outputs_sha256": hashlib.sha256(b"".join(r["outputs"])).hexdigest()[:16]}
+            "outputs_sha256": hashlib.sha256(b"".join(r["outputs"])).hexdigest()[:16],
+            "model_sha256": hashlib.sha256(m.read_bytes()).hexdigest()[:16]}
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=1) + "\n")
     if a.record and results:

@@ -157,3 +157,21 @@ def test_arena_fills_the_psram_the_model_leaves():
         arena = tflm_cmsis.arena_bytes(model_bytes)
         assert arena % 16 == 0 and model_bytes + arena <= tflm_cmsis.PSRAM_BYTES - 64 * 1024
         assert arena > tflm_cmsis.PSRAM_BYTES - model_bytes - 65 * 1024
+
+
+def test_section_7_finds_a_measured_model_by_name_or_by_its_bytes(tmp_path, monkeypatch):
+    """A zoo model rebuilt under another builder hash has another file name and the same bytes: section 7 still
+    puts TFLM + CMSIS-NN's measured figure beside it."""
+    import hashlib
+
+    import c_runtime
+
+    model = tmp_path / "kws_dw_m8_int8_0123.tflite"
+    model.write_bytes(b"model bytes")
+    digest = hashlib.sha256(b"model bytes").hexdigest()[:16]
+    monkeypatch.setattr(c_runtime, "MCU_MEASURED", {"kws_dw_m8_int8_abcd.tflite": {"sha256": digest, "cmsis": 7},
+                                                    "other.tflite": {"sha256": "0" * 16, "cmsis": 9}})
+    assert c_runtime.mcu_measured(model)["cmsis"] == 7
+    assert c_runtime.mcu_measured(tmp_path / "other.tflite")["cmsis"] == 9  # by name: the file need not exist
+    model.write_bytes(b"other bytes")
+    assert c_runtime.mcu_measured(model) == {}
