@@ -1139,9 +1139,14 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
 }
 /* generic (a ratio edge_rq does not cover: the same sums, edge_conv_rqw / edge_mbqm per channel) a constant in
  * each copy of the body, so that the common layer's loop carries no trace of it. */
+/* EDGE_WITH_DW_5X5=0 (gen_ops.py path_defines: a firmware for models without a 5x5 multiplier-1 layer) leaves the
+ * 5x5 copy out (~1.5 KB of .text: person_detect's M4 runtime is within 32 KB by a few hundred bytes). */
+#ifndef EDGE_WITH_DW_5X5
+#define EDGE_WITH_DW_5X5 1
+#endif
 static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
     if (d->rq_generic) dw_int8_m1_body(d, x, wt, bias, y, 1, 0);
-    else if (d->kh == 5 && d->kw == 5) dw_int8_m1_body(d, x, wt, bias, y, 0, 1);
+    else if (EDGE_WITH_DW_5X5 && d->kh == 5 && d->kw == 5) dw_int8_m1_body(d, x, wt, bias, y, 0, 1);
     else dw_int8_m1_body(d, x, wt, bias, y, 0, 0);
 }
 
