@@ -76,6 +76,11 @@ CASES = {
                           True, True, -77, 0.08, 127),
     "dw-5x5-stride2-dilation-w2": ("DEPTHWISE_CONV_2D", (1, 12, 13, 8, 1, 5, 5, "SAME", (2, 2), (1, 2), "NONE"),
                                    False, True, 127, 0.08, 127),
+    # column filters (hey_jarvis's kh x 1 over a width-1 input): the valid taps in one run down the column
+    "dw-13x1-column-valid-c8": ("DEPTHWISE_CONV_2D", (1, 15, 1, 8, 1, 13, 1, "VALID", (1, 1), (1, 1), "NONE"),
+                                True, True, -20, 0.2, 127),
+    "dw-9x1-column-same-c14-stride2": ("DEPTHWISE_CONV_2D", (1, 12, 3, 14, 1, 9, 1, "SAME", (2, 1), (1, 1), "RELU"),
+                                       True, True, 60, 0.1, 127),
     "dw-5x5-ratio-above-quarter": ("DEPTHWISE_CONV_2D", (1, 8, 8, 8, 1, 5, 5, "VALID", (1, 1), (1, 1), "NONE"),
                                    True, True, 2, 0.002, 3),
     # TRANSPOSE_CONV (n, h, w, c, o, kh, kw, padding, strides, act): the DSP scatter's two-filter dot products

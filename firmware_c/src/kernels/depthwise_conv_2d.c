@@ -1004,7 +1004,7 @@ static void dw_run3x3_pairs(dw_run_t *st, int32_t c) {
 __attribute__((always_inline))
 #endif
 static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias,
-                                   int8_t *y, const int generic, const int k5) {
+                                   int8_t *y, const int generic, const int shape) {
     /* the geometry in locals: the asm blocks clobber memory, so fields of *d would be reloaded after each */
     const int32_t c = d->c, c4 = c & ~3, off = d->input_offset, kh = d->kh, kw = d->kw;
     const int32_t n = d->n, h = d->geo.h, w = d->geo.w, oh = d->geo.oh, ow = d->geo.ow, sh = d->sh, sw = d->sw;
@@ -1012,9 +1012,10 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
     const int32_t dh = d->dh, dwx = d->dw;
     const int32_t xstep = dwx * c, xrow = dh * w * c, wrow = kw * c, pstep = sw * c;
     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
-    /* k5 (a constant in each copy): a 5x5 layer's own copy, so that the 3x3 copy carries no trace of it (a test
-     * for it in the common copy's border loop cost mobilenet_v1 96's depthwise 3x3 +4.5%) */
-    const int is3x3 = !k5 && kh == 3 && kw == 3, is5x5 = k5;
+    /* shape (a constant in each copy): 5, a 5x5 layer's copy; 1, a column filter's (kw == 1); 0, every other
+     * layer's, which carries no trace of them (a test for either in its border loop cost mobilenet_v1 96's
+     * depthwise 3x3 +1 .. +4.5%) */
+    const int is3x3 = !shape && kh == 3 && kw == 3, is5x5 = shape == 5, iscol = shape == 1;
     int pairs; /* dw_run3x3_pairs on the inside runs (weights widened once per group and call) */
     uint32_t b4[4];
     uint32_t rs5[5][4]; /* 5x5: input_offset * (sum of filter row fy's weights), per channel of the group */
@@ -1106,6 +1107,11 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
                             a0 += rs5[fy][0], a1 += rs5[fy][1], a2 += rs5[fy][2], a3 += rs5[fy][3];
                         DW_5ROWS(x + (xrow0 + (int64_t)fy0 * xrow + (int64_t)ix0 * c), wt + (int64_t)fy0 * wrow + ch,
                                  fy1 - fy0, xstep, c, xrow, wrow, a0, a1, a2, a3);
+                    } else if (iscol) { /* a column filter (hey_jarvis's 5x1 .. 21x1): its valid taps in one run
+                                           * down the column, where a run a row took ~30 instructions a tap */
+                        if (fx1 > fx0 && fy1 > fy0)
+                            DW_ROW4(x + (xrow0 + (int64_t)fy0 * xrow + (int64_t)ix0 * c), wt + (int64_t)fy0 * c + ch,
+                                    fy1 - fy0, xrow, c, off2, a0, a1, a2, a3);
                     } else if (fx1 > fx0)
                         for (fy = fy0; fy < fy1; fy++)
                             DW_ROW4(x + (xrow0 + (int64_t)fy * xrow + (int64_t)(ix0 + fx0 * dwx) * c),
@@ -1139,14 +1145,19 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
 }
 /* generic (a ratio edge_rq does not cover: the same sums, edge_conv_rqw / edge_mbqm per channel) a constant in
  * each copy of the body, so that the common layer's loop carries no trace of it. */
-/* EDGE_WITH_DW_5X5=0 (gen_ops.py path_defines: a firmware for models without a 5x5 multiplier-1 layer) leaves the
- * 5x5 copy out (~1.5 KB of .text: person_detect's M4 runtime is within 32 KB by a few hundred bytes). */
+/* EDGE_WITH_DW_5X5=0 / EDGE_WITH_DW_COLUMN=0 (gen_ops.py path_defines: a firmware for models without a 5x5 / a
+ * kh x 1 multiplier-1 layer) leave that copy out (~1.5 KB of .text each: person_detect's M4 runtime is within
+ * 32 KB by a few hundred bytes). */
 #ifndef EDGE_WITH_DW_5X5
 #define EDGE_WITH_DW_5X5 1
 #endif
+#ifndef EDGE_WITH_DW_COLUMN
+#define EDGE_WITH_DW_COLUMN 1
+#endif
 static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
     if (d->rq_generic) dw_int8_m1_body(d, x, wt, bias, y, 1, 0);
-    else if (EDGE_WITH_DW_5X5 && d->kh == 5 && d->kw == 5) dw_int8_m1_body(d, x, wt, bias, y, 0, 1);
+    else if (EDGE_WITH_DW_5X5 && d->kh == 5 && d->kw == 5) dw_int8_m1_body(d, x, wt, bias, y, 0, 5);
+    else if (EDGE_WITH_DW_COLUMN && d->kw == 1) dw_int8_m1_body(d, x, wt, bias, y, 0, 1);
     else dw_int8_m1_body(d, x, wt, bias, y, 0, 0);
 }
 
