@@ -71,6 +71,24 @@ CASES = {
                    True, True, 40, 0.08, 127),
     "dw-ratio-above-quarter": ("DEPTHWISE_CONV_2D", (1, 5, 5, 8, 1, 2, 1, "SAME", (1, 1), (1, 1), "NONE"),
                                True, True, 2, 0.002, 3),
+    # 5x5 windows inside the input (DW_5X5 from the folded sums) beside clipped ones, a channel tail (c % 4)
+    "dw-5x5-inside-c14": ("DEPTHWISE_CONV_2D", (1, 9, 11, 14, 1, 5, 5, "SAME", (1, 1), (1, 1), "RELU6"),
+                          True, True, -77, 0.08, 127),
+    "dw-5x5-stride2-dilation-w2": ("DEPTHWISE_CONV_2D", (1, 12, 13, 8, 1, 5, 5, "SAME", (2, 2), (1, 2), "NONE"),
+                                   False, True, 127, 0.08, 127),
+    # column filters (hey_jarvis's kh x 1 over a width-1 input): the valid taps in one run down the column
+    "dw-13x1-column-valid-c8": ("DEPTHWISE_CONV_2D", (1, 15, 1, 8, 1, 13, 1, "VALID", (1, 1), (1, 1), "NONE"),
+                                True, True, -20, 0.2, 127),
+    "dw-9x1-column-same-c14-stride2": ("DEPTHWISE_CONV_2D", (1, 12, 3, 14, 1, 9, 1, "SAME", (2, 1), (1, 1), "RELU"),
+                                       True, True, 60, 0.1, 127),
+    "dw-5x5-ratio-above-quarter": ("DEPTHWISE_CONV_2D", (1, 8, 8, 8, 1, 5, 5, "VALID", (1, 1), (1, 1), "NONE"),
+                                   True, True, 2, 0.002, 3),
+    # TRANSPOSE_CONV (n, h, w, c, o, kh, kw, padding, strides, act): the DSP scatter's two-filter dot products
+    # (tc_dot2) with a c % 4 tail and an odd filter count (the last filter paired with itself), U-Net's 2x2 s2
+    "tc-2x2-s2-c14-o7": ("TRANSPOSE_CONV", (1, 4, 5, 14, 7, 2, 2, "VALID", (2, 2), "RELU"), True, True, -100, 0.2,
+                         127),
+    "tc-3x3-s2-same-c8-o6-per-tensor": ("TRANSPOSE_CONV", (2, 3, 4, 8, 6, 3, 3, "SAME", (2, 2), "NONE"), False,
+                                        False, 90, 0.2, 127),
     # FULLY_CONNECTED (batch shape, units, act)
     "fc-depth37-units10": ("FULLY_CONNECTED", ((2, 37), 10, "NONE"), True, True, -128, 0.08, 127),
     "fc-depth64-units8-per-tensor": ("FULLY_CONNECTED", ((3, 64), 8, "RELU"), False, True, 127, 0.1, 127),
@@ -106,6 +124,12 @@ def _model(name):
         opts = {"padding": padding, "stride_h": s[0], "stride_w": s[1], "dilation_h_factor": dil[0],
                 "dilation_w_factor": dil[1], "fused_activation_function": act, "depth_multiplier": m}
         ins, out_shape, version = (n, h, w, c), (n, oh, ow, o), 3
+    elif op == "TRANSPOSE_CONV":
+        n, h, w, c, o, kh, kw, padding, s, act = geo
+        oh, ow = (h * s[0], w * s[1]) if padding == "SAME" else ((h - 1) * s[0] + kh, (w - 1) * s[1] + kw)
+        wt = _w(rng, (o, kh, kw, c), o, pc, 0, wlim)
+        opts = {"padding": padding, "stride_h": s[0], "stride_w": s[1], "fused_activation_function": act}
+        ins, out_shape, version = (n, h, w, c), (n, oh, ow, o), 4
     else:
         shape, o, act = geo
         wt = _w(rng, (o, shape[-1]), o, pc, 0, wlim)
@@ -116,6 +140,10 @@ def _model(name):
     # a bias on the input x weight scale (FULLY_CONNECTED checks it for per-tensor weights), small where the
     # scale ratio is large
     b = _b(rng, o, bias, 3000 if wlim > 3 else 30, xs * (wt.scale if isinstance(wt.scale, float) else 0.011))
+    if op == "TRANSPOSE_CONV":  # inputs (output_shape, weights, input, bias)
+        shape = T((4,), "INT32", data=np.array(out_shape, np.int32))
+        model = op_model(op, [shape, wt, x, b], [y], options=opts, version=version)
+        return model, [rng.integers(-128, 128, ins).astype(np.int8)]
     model = op_model(op, [x, wt, b], [y], options=opts, version=version)
     return model, [rng.integers(-128, 128, ins).astype(np.int8)]
 

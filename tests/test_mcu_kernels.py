@@ -376,10 +376,14 @@ def test_fully_connected_instructions_per_mac_on_cortex_m4(tmp_path, name):
 def test_fast_paths_compiled_only_for_models_that_take_them(tmp_path):
     """gen_ops.build_defines (edge flash, make size): the type switches (type_defines), then EDGE_WITH_CONV_STAGED=0
     for models whose every CONV_2D has a filter depth of whole chunks of four (person_detect's 1x1 layers) and
-    EDGE_WITH_DW_PAIRS=0 for models without a 3x3 multiplier-1 DEPTHWISE_CONV_2D (micro_speech), EDGE_WITH_MEAN_HW=0
+    EDGE_WITH_DW_PAIRS=0 for models without a 3x3 multiplier-1 DEPTHWISE_CONV_2D (micro_speech), EDGE_WITH_DW_5X5=0
+    without a 5x5 one and EDGE_WITH_DW_COLUMN=0 without a kh x 1 one (person_detect: its M4 runtime stays within
+    32 KB), EDGE_WITH_MEAN_HW=0
     for models without a MEAN / SUM of a rank-4 input; nothing for a model with such a layer; several models: their
     union."""
     import sys
+
+    from tests import test_c_kernels_fc_dsp as dsp_cases
 
     sys.path.insert(0, str(FW / "tools"))
     try:
@@ -391,18 +395,24 @@ def test_fast_paths_compiled_only_for_models_that_take_them(tmp_path):
                         "narrow": _conv_pair_model("conv10x4-c1-stride2")[0],
                         "dw3x3": _dw_model("dw-m1-c8-3x3-pairs-even")[0],
                         "dw_m8": _dw_model("dw-m8-c1-3x3-stride2-relu6")[0],
-                        "pool": _mean_hw_model("mean-hw-c24-sum")[0]}.items():
+                        "pool": _mean_hw_model("mean-hw-c24-sum")[0],
+                        "dw5x5": dsp_cases._model("dw-5x5-inside-c14")[0],
+                        "dw_column": dsp_cases._model("dw-13x1-column-valid-c8")[0]}.items():
         paths[name] = str(tmp_path / f"{name}.tflite")
         Path(paths[name]).write_bytes(model)
 
     def paths_of(*names):
         return gen_ops.build_defines([paths[n] for n in names])[len(gen_ops.type_defines([paths[n] for n in names])):]
 
-    assert paths_of("wide") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0", "-DEDGE_WITH_MEAN_HW=0"]
-    assert paths_of("narrow") == ["-DEDGE_WITH_DW_PAIRS=0", "-DEDGE_WITH_MEAN_HW=0"]
-    assert paths_of("dw3x3") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_MEAN_HW=0"]
-    assert paths_of("dw_m8") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0", "-DEDGE_WITH_MEAN_HW=0"]
-    assert paths_of("narrow", "dw3x3") == ["-DEDGE_WITH_MEAN_HW=0"]
-    assert paths_of("pool") == ["-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0"]
-    assert paths_of("narrow", "dw3x3", "pool") == []
+    stg, pairs, dw5, col, mean = ("-DEDGE_WITH_CONV_STAGED=0", "-DEDGE_WITH_DW_PAIRS=0", "-DEDGE_WITH_DW_5X5=0",
+                                  "-DEDGE_WITH_DW_COLUMN=0", "-DEDGE_WITH_MEAN_HW=0")
+    assert paths_of("wide") == [stg, pairs, dw5, col, mean]
+    assert paths_of("narrow") == [pairs, dw5, col, mean]
+    assert paths_of("dw3x3") == [stg, dw5, col, mean]
+    assert paths_of("dw_m8") == [stg, pairs, dw5, col, mean]
+    assert paths_of("dw5x5") == [stg, pairs, col, mean]
+    assert paths_of("dw_column") == [stg, pairs, dw5, mean]
+    assert paths_of("narrow", "dw3x3") == [dw5, col, mean]
+    assert paths_of("pool") == [stg, pairs, dw5, col]
+    assert paths_of("narrow", "dw3x3", "pool", "dw5x5", "dw_column") == []
     assert gen_ops.build_defines([]) == []

@@ -324,6 +324,20 @@ def _dw_3x3_m1(shapes) -> bool:
     return len(x) != 4 or len(w) != 4 or (w[1] == 3 and w[2] == 3 and w[3] == x[3])
 
 
+def _dw_5x5_m1(shapes) -> bool:
+    """A DEPTHWISE_CONV_2D with a 5x5 filter and as many output channels as input channels (or shapes this scan
+    cannot read): the layers depthwise_conv_2d.c's 5x5 copy (DW_5X5) runs."""
+    x, w = (shapes[0], shapes[1]) if len(shapes) > 1 else ([], [])
+    return len(x) != 4 or len(w) != 4 or (w[1] == 5 and w[2] == 5 and w[3] == x[3])
+
+
+def _dw_column_m1(shapes) -> bool:
+    """A DEPTHWISE_CONV_2D with a kh x 1 filter and as many output channels as input channels (or shapes this scan
+    cannot read): the layers depthwise_conv_2d.c's column copy runs (hey_jarvis's 5x1 .. 21x1)."""
+    x, w = (shapes[0], shapes[1]) if len(shapes) > 1 else ([], [])
+    return len(x) != 4 or len(w) != 4 or (w[2] == 1 and w[3] == x[3])
+
+
 def _rank4_reduce(shapes) -> bool:
     """A MEAN / SUM of a rank-4 input (or one this scan cannot read): the layers that may be int8 pools over H, W
     (mean.c's mean_hw_q8; the axes and types are not read here)."""
@@ -332,14 +346,15 @@ def _rank4_reduce(shapes) -> bool:
 
 # kernel fast paths a per-model build may leave out: macro -> (builtin codes, the layer test that needs it)
 PATH_SWITCHES = {"EDGE_WITH_CONV_STAGED": ((3,), _narrow_conv), "EDGE_WITH_DW_PAIRS": ((4,), _dw_3x3_m1),
+                 "EDGE_WITH_DW_5X5": ((4,), _dw_5x5_m1), "EDGE_WITH_DW_COLUMN": ((4,), _dw_column_m1),
                  "EDGE_WITH_MEAN_HW": ((40, 74), _rank4_reduce)}
 
 
 def path_defines(paths: list[str]) -> list[str]:
     """Kernel fast-path switches for a build for exactly these models: -D<macro>=0 compiles out a fast path no layer
     of theirs takes (the general path it stands beside stays: a build without it runs every layer, slower).
-    PATH_SWITCHES: conv_2d.c's staged im2col of narrow windows, depthwise_conv_2d.c's two-pixel 3x3 runs, mean.c's
-    int8 pools over H, W (MEAN / SUM). [] without models."""
+    PATH_SWITCHES: conv_2d.c's staged im2col of narrow windows, depthwise_conv_2d.c's two-pixel 3x3 runs and its 5x5
+    and column copies, mean.c's int8 pools over H, W (MEAN / SUM). [] without models."""
     if not paths:
         return []
     layers = [layer for p in paths for layer in _layers(p)]

@@ -579,6 +579,40 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
                          : [xs] "r"(XS), [ws] "r"(WS), [xrow] "m"(xrow_), [wrow] "m"(wrow_)                 \
                          : "memory");                                                                       \
     } while (0)
+/* The five taps of one filter row at xr / wr, XS / WS bytes apart: taps 0..2 by register offsets, then both
+ * pointers two taps on for taps 3 and 4 (Thumb-2 has no register post-index). 52 instructions per 20 MACs,
+ * where DW_ROW4's loop takes 75. */
+#define DW_ASM_ROW5                                                                                         \
+    "ldr %[xv], [%[xr]]\n\t" "ldr %[wv], [%[wr]]\n\t"                                                       \
+    DW_ASM_MAC4                                                                                             \
+    "ldr %[xv], [%[xr], %[xs]]\n\t" "ldr %[wv], [%[wr], %[ws]]\n\t"                                         \
+    DW_ASM_MAC4                                                                                             \
+    "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t" "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                         \
+    DW_ASM_MAC4                                                                                             \
+    "add %[xr], %[xr], %[xs], lsl #1\n\t" "add %[wr], %[wr], %[ws], lsl #1\n\t"                             \
+    "ldr %[xv], [%[xr], %[xs]]\n\t" "ldr %[wv], [%[wr], %[ws]]\n\t"                                         \
+    DW_ASM_MAC4                                                                                             \
+    "ldr %[xv], [%[xr], %[xs], lsl #1]\n\t" "ldr %[wv], [%[wr], %[ws], lsl #1]\n\t"                         \
+    DW_ASM_MAC4
+/* NROWS whole rows of a 5x5 window, the rows XROW / WROW bytes apart: one asm block a row (a block for all five
+ * would need two more registers than the M4 has left), the sums in registers throughout. */
+#define DW_5ROWS(xr0, wr0, NROWS, XS, WS, XROW, WROW, a0, a1, a2, a3)                                       \
+    do {                                                                                                    \
+        const int8_t *xq_ = (xr0), *wq_ = (wr0);                                                            \
+        int32_t r_;                                                                                         \
+        for (r_ = 0; r_ < (NROWS); r_++, xq_ += (XROW), wq_ += (WROW)) {                                    \
+            const int8_t *xr_ = xq_, *wr_ = wq_;                                                            \
+            uint32_t xv_, wv_, t1_, t2_;                                                                    \
+            __asm__ volatile(DW_ASM_ROW5                                                                    \
+                             : [a0] "+&r"(a0), [a1] "+&r"(a1), [a2] "+&r"(a2), [a3] "+&r"(a3),              \
+                               [xv] "=&r"(xv_), [wv] "=&r"(wv_), [t1] "=&r"(t1_), [t2] "=&r"(t2_),          \
+                               [xr] "+&r"(xr_), [wr] "+&r"(wr_)                                             \
+                             : [xs] "r"(XS), [ws] "r"(WS)                                                   \
+                             : "memory");                                                                   \
+        }                                                                                                   \
+    } while (0)
+#define DW_5X5(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3) \
+    DW_5ROWS(xr0, wr0, 5, XS, WS, XROW, WROW, a0, a1, a2, a3)
 #else
 #define DW_ROW4(xr0, wr0, n0, XS, WS, OFF2, a0, a1, a2, a3)                                                 \
     do {                                                                                                    \
@@ -604,6 +638,14 @@ static inline int8_t dw_out8(const dw_data_t *d, uint32_t acc, int32_t ch) {
         DW_ROW4((xr0) + (XROW), (wr0) + (WROW), 3, XS, WS, 0u, a0, a1, a2, a3);                             \
         DW_ROW4((xr0) + 2 * (XROW), (wr0) + 2 * (WROW), 3, XS, WS, 0u, a0, a1, a2, a3);                     \
     } while (0)
+#define DW_5ROWS(xr0, wr0, NROWS, XS, WS, XROW, WROW, a0, a1, a2, a3)                                       \
+    do {                                                                                                    \
+        int32_t r_;                                                                                         \
+        for (r_ = 0; r_ < (NROWS); r_++)                                                                    \
+            DW_ROW4((xr0) + r_ * (XROW), (wr0) + r_ * (WROW), 5, XS, WS, 0u, a0, a1, a2, a3);               \
+    } while (0)
+#define DW_5X5(xr0, wr0, XS, WS, XROW, WROW, a0, a1, a2, a3) \
+    DW_5ROWS(xr0, wr0, 5, XS, WS, XROW, WROW, a0, a1, a2, a3)
 #endif
 
 /* The output side of the four-channel path: zero point, the clamp as four bytes (lo4 / hi4: lo and hi in
@@ -948,18 +990,21 @@ static void dw_run3x3_pairs(dw_run_t *st, int32_t c) {
 }
 
 /* Multiplier 1 on DSP cores, four channels at a time from registers, one group of four over every pixel
- * (its four channels' requantization unpacked once). A 3x3 window inside the input (per output row, the
- * columns [oxa, oxb) of a row whose window rows are all inside) multiplies raw inputs: the input offset is
- * folded into the starting sums, fb = bias + input_offset * (sum of the channel's nine weights) (sums mod
- * 2^32 equal the reference's). Every other pixel (and kernel size) starts from the bias and runs its valid
- * taps row by row with the offset added to the inputs (padding skipped, as the reference). A layer edge_rq does
- * not cover (one channel's ratio above 1/4 is enough) runs the same sums, its inside 3x3 windows pixel by
- * pixel, and requantizes with edge_mbqm. Channels past the last multiple of four run the reference loop. */
+ * (its four channels' requantization unpacked once). A 3x3 or 5x5 window inside the input (per output row,
+ * the columns [oxa, oxb) of a row whose window rows are all inside) multiplies raw inputs: the input offset is
+ * folded into the starting sums, fb = bias + input_offset * (sum of the channel's kh * kw weights) (sums mod
+ * 2^32 equal the reference's); 3x3 runs in dw_run3x3 / dw_run3x3_pairs, 5x5 (its own copy, k5) pixel by pixel
+ * (DW_5X5: ~2.6 instructions per MAC, where the row loop below takes ~3.75 plus its per-row set-up), as do its
+ * windows clipped only above or below (DW_5ROWS). Every other pixel (and
+ * kernel size) starts from the bias and runs its valid taps row by row with the offset added to the inputs
+ * (padding skipped, as the reference). A layer edge_rq does not cover (one channel's ratio above 1/4 is enough)
+ * runs the same sums, its inside windows pixel by pixel, and requantizes with edge_mbqm. Channels past the last
+ * multiple of four run the reference loop. */
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
 static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias,
-                                   int8_t *y, const int generic) {
+                                   int8_t *y, const int generic, const int shape) {
     /* the geometry in locals: the asm blocks clobber memory, so fields of *d would be reloaded after each */
     const int32_t c = d->c, c4 = c & ~3, off = d->input_offset, kh = d->kh, kw = d->kw;
     const int32_t n = d->n, h = d->geo.h, w = d->geo.w, oh = d->geo.oh, ow = d->geo.ow, sh = d->sh, sw = d->sw;
@@ -967,9 +1012,13 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
     const int32_t dh = d->dh, dwx = d->dw;
     const int32_t xstep = dwx * c, xrow = dh * w * c, wrow = kw * c, pstep = sw * c;
     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
-    const int is3x3 = kh == 3 && kw == 3;
+    /* shape (a constant in each copy): 5, a 5x5 layer's copy; 1, a column filter's (kw == 1); 0, every other
+     * layer's, which carries no trace of them (a test for either in its border loop cost mobilenet_v1 96's
+     * depthwise 3x3 +1 .. +4.5%) */
+    const int is3x3 = !shape && kh == 3 && kw == 3, is5x5 = shape == 5, iscol = shape == 1;
     int pairs; /* dw_run3x3_pairs on the inside runs (weights widened once per group and call) */
     uint32_t b4[4];
+    uint32_t rs5[5][4]; /* 5x5: input_offset * (sum of filter row fy's weights), per channel of the group */
     dw_run_t run;
     int32_t b, oy, ox, fy, fx, ch, j, fy0, fy1, fx0, fx1, oxa, oxb;
     run.o.zp = d->output_offset;
@@ -993,7 +1042,18 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
         for (j = 0; j < 4; j++) {
             uint32_t swt = 0;
             int32_t t;
-            for (t = 0; t < kh * kw; t++) swt += (uint32_t)wt[(int64_t)t * c + ch + j];
+            if (is5x5) { /* the rows' sums in the same pass as the window's (a 3x3 map of 576 channels: a second
+                          * pass over the weights cost mobilenet_v3s 96's 5x5 layers +7%) */
+                const int8_t *wp = wt + ch + j;
+                for (fy = 0; fy < 5; fy++) {
+                    uint32_t sr = 0;
+                    for (fx = 0; fx < 5; fx++, wp += c) sr += (uint32_t)*wp;
+                    rs5[fy][j] = sr * (uint32_t)off;
+                    swt += sr;
+                }
+            } else {
+                for (t = 0; t < kh * kw; t++) swt += (uint32_t)wt[(int64_t)t * c + ch + j];
+            }
             b4[j] = bias ? (uint32_t)bias[ch + j] : 0;
             run.fb[j] = b4[j] + swt * (uint32_t)off;
             if (!generic) run.q[j] = edge_rq_at(d->rq, d->oc, ch + j);
@@ -1028,10 +1088,31 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
                         ox = oxb - 1, yp += (int64_t)(oxb - oxa - 1) * c; /* the loop steps to oxb */
                         continue;
                     }
+                    if (ox == oxa && fy1 - fy0 == kh && is5x5 && oxa < oxb) { /* inside 5x5 windows */
+                        for (; ox < oxb; ox++, yp += c) { /* raw inputs from fb, pixel by pixel */
+                            a0 = run.fb[0], a1 = run.fb[1], a2 = run.fb[2], a3 = run.fb[3];
+                            DW_5X5(x + xrow0 + (int64_t)(ox * sw - pl) * c, run.w, xstep, c, xrow, wrow, a0, a1,
+                                   a2, a3);
+                            if (generic) dw_store4_generic(d, a0, a1, a2, a3, ch, yp);
+                            else dw_store4(a0, a1, a2, a3, run.q, yp, &run.o);
+                        }
+                        ox--, yp -= c; /* the loop steps to oxb */
+                        continue;
+                    }
                     /* the taps inside the input, the offset added to each input */
                     a0 = b4[0], a1 = b4[1], a2 = b4[2], a3 = b4[3];
                     edge_conv_taps(ix0, dwx, w, kw, &fx0, &fx1);
-                    if (fx1 > fx0)
+                    if (is5x5 && fx1 - fx0 == 5 && fy1 > fy0) { /* whole rows (clipped above or below only) */
+                        for (fy = fy0; fy < fy1; fy++) /* their raw inputs from the rows' folded offsets */
+                            a0 += rs5[fy][0], a1 += rs5[fy][1], a2 += rs5[fy][2], a3 += rs5[fy][3];
+                        DW_5ROWS(x + (xrow0 + (int64_t)fy0 * xrow + (int64_t)ix0 * c), wt + (int64_t)fy0 * wrow + ch,
+                                 fy1 - fy0, xstep, c, xrow, wrow, a0, a1, a2, a3);
+                    } else if (iscol) { /* a column filter (hey_jarvis's 5x1 .. 21x1): its valid taps in one run
+                                           * down the column, where a run a row took ~30 instructions a tap */
+                        if (fx1 > fx0 && fy1 > fy0)
+                            DW_ROW4(x + (xrow0 + (int64_t)fy0 * xrow + (int64_t)ix0 * c), wt + (int64_t)fy0 * c + ch,
+                                    fy1 - fy0, xrow, c, off2, a0, a1, a2, a3);
+                    } else if (fx1 > fx0)
                         for (fy = fy0; fy < fy1; fy++)
                             DW_ROW4(x + (xrow0 + (int64_t)fy * xrow + (int64_t)(ix0 + fx0 * dwx) * c),
                                     wt + ((int64_t)fy * kw + fx0) * c + ch, fx1 - fx0, xstep, c, off2, a0, a1, a2, a3);
@@ -1064,9 +1145,20 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
 }
 /* generic (a ratio edge_rq does not cover: the same sums, edge_conv_rqw / edge_mbqm per channel) a constant in
  * each copy of the body, so that the common layer's loop carries no trace of it. */
+/* EDGE_WITH_DW_5X5=0 / EDGE_WITH_DW_COLUMN=0 (gen_ops.py path_defines: a firmware for models without a 5x5 / a
+ * kh x 1 multiplier-1 layer) leave that copy out (~1.5 KB of .text each: person_detect's M4 runtime is within
+ * 32 KB by a few hundred bytes). */
+#ifndef EDGE_WITH_DW_5X5
+#define EDGE_WITH_DW_5X5 1
+#endif
+#ifndef EDGE_WITH_DW_COLUMN
+#define EDGE_WITH_DW_COLUMN 1
+#endif
 static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
-    if (d->rq_generic) dw_int8_m1_body(d, x, wt, bias, y, 1);
-    else dw_int8_m1_body(d, x, wt, bias, y, 0);
+    if (d->rq_generic) dw_int8_m1_body(d, x, wt, bias, y, 1, 0);
+    else if (EDGE_WITH_DW_5X5 && d->kh == 5 && d->kw == 5) dw_int8_m1_body(d, x, wt, bias, y, 0, 5);
+    else if (EDGE_WITH_DW_COLUMN && d->kw == 1) dw_int8_m1_body(d, x, wt, bias, y, 0, 1);
+    else dw_int8_m1_body(d, x, wt, bias, y, 0, 0);
 }
 
 /* a0..a3 (four outputs) += n >= 1 groups of four taps: four staged inputs (one LDR) widened by SXTAB16 into
