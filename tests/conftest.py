@@ -273,7 +273,7 @@ def asan_runner(asan_build) -> Path:
 # table's session 13 refresh: they fell under 15 s). A test marked ``slow`` that the table does not list counts
 # SLOW_MARK_SECONDS. A stale figure only moves a test in the order; nothing is skipped or run twice.
 LONG_TEST_SECONDS = {
-    "tests/test_c_fuzz.py::test_bounded_fuzz_session_has_no_findings": 146,
+    "tests/test_c_fuzz.py::test_bounded_fuzz_session_has_no_findings": 300,  # 311 s in the CI simulation of session 19 (issue 23 seeds: 369 writer models)
     "tests/test_check_models.py::test_op_table_fallback_agrees_with_the_c_runtime_on_every_c_profile[tflite-micro/mobilenet_v2_quantized_1x3x224x224.tflite]": 20,  # 109 before choose_remembered (3fe6316): x0.18 measured under load, an estimate
     "tests/test_c_fuzz.py::test_regression_cases_replay_clean_under_asan": 70,
     "tests/test_c_cross.py::test_cross_binaries_are_for_the_target_cpu[aarch64]": 60,
