@@ -19,11 +19,10 @@ import numpy as np
 import pytest
 
 from edge_sdk import Interpreter
-from edge_sdk.model import schema
-from edge_sdk.model.types import Buffer, Model, Operator, OperatorCode, Quantization, SubGraph, Tensor
-from edge_sdk.model.writer import option_defaults, options_for, write_model
+from edge_sdk.model.types import Quantization
 from tests.conftest import needs_c_runtime
 from tests.peers import run_tflm
+from tests.test_memory_min import dw_chain_graph
 
 pytestmark = needs_c_runtime
 
@@ -53,13 +52,12 @@ def _out(n, k, stride, padding, dil=1):
 
 
 def _model(name, filter_zp: int = 0) -> bytes:
-    """x (one channel) -> CONCATENATION of c copies (r1) -> DEPTHWISE_CONV_2D (per-channel int8 weights, bias; with
-    ``filter_zp`` per-tensor weights of that zero point, a legacy uint8 layer's form) -> MAX_POOL_2D -> y. r1 dies at
-    the depthwise, which the in-place plan runs over it."""
+    """test_memory_min.dw_chain_graph (x -> CONCATENATION -> DEPTHWISE_CONV_2D -> MAX_POOL_2D) of the case's geometry:
+    per-channel int8 weights and a bias; with ``filter_zp`` per-tensor weights of that zero point, a legacy uint8
+    layer's form."""
     n, h, w, c, kh, kw, stride, padding, dil, oscale = CASES[name]
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     oh, ow = _out(h, kh, stride, padding, dil), _out(w, kw, stride, padding)
-    ph, pw = oh // 2, ow // 2
     qx = Quantization(np.array([0.04], np.float32), np.array([-5], np.int64))
     qy = Quantization(np.array([oscale], np.float32), np.array([7], np.int64))
     qw = Quantization(rng.uniform(0.002, 0.02, c).astype(np.float32), np.zeros(c, np.int64), 3)
@@ -69,30 +67,8 @@ def _model(name, filter_zp: int = 0) -> bytes:
     lim = 4 if oscale < 0.01 else 128  # the generic case: small sums, or every output saturates
     wt = rng.integers(-lim + 1, lim, (1, kh, kw, c)).astype(np.int8)
     bias = rng.integers(-lim * 16, lim * 16, c).astype(np.int32)
-    tensors = [Tensor("x", (n, h, w, 1), "INT8", 0, qx), Tensor("r1", (n, h, w, c), "INT8", 0, qx),
-               Tensor("w", (1, kh, kw, c), "INT8", 1, qw), Tensor("b", (c,), "INT32", 2, qb),
-               Tensor("dw", (n, oh, ow, c), "INT8", 0, qy), Tensor("y", (n, ph, pw, c), "INT8", 0, qy)]
-    codes = [OperatorCode(schema.BUILTIN_OPERATOR_CODES[k], None, v)
-             for k, v in (("CONCATENATION", 1), ("DEPTHWISE_CONV_2D", 3), ("MAX_POOL_2D", 1))]
-
-    def options(op, **kw):
-        t = options_for(op)
-        opts = option_defaults(t)
-        opts.update(kw)
-        return dict(options_type=t, options=opts)
-
-    pool = 2
-    ops = [Operator(opcode_index=0, inputs=[0] * c, outputs=[1], **options("CONCATENATION", axis=3)),
-           Operator(opcode_index=1, inputs=[1, 2, 3], outputs=[4],
-                    **options("DEPTHWISE_CONV_2D", padding=padding, stride_w=stride, stride_h=stride,
-                              dilation_h_factor=dil, depth_multiplier=1)),
-           Operator(opcode_index=2, inputs=[4], outputs=[5],
-                    **options("MAX_POOL_2D", padding="VALID", stride_w=pool, stride_h=pool, filter_width=pool,
-                              filter_height=pool))]
-    sg = SubGraph(tensors=tensors, inputs=[0], outputs=[5], operators=ops, name="main")
-    return write_model(Model(operator_codes=codes, subgraphs=[sg],
-                             buffers=[Buffer(b""), Buffer(wt.tobytes()), Buffer(bias.tobytes())],
-                             description=f"dw in place {name}"))
+    return dw_chain_graph((n, h, w, c), (n, oh, ow, c), wt, bias, qx, qw, qb, qy, stride, padding, dil,
+                          description=f"dw in place {name}")
 
 
 def _run_c(data: bytes, memory: str, feeds) -> np.ndarray:

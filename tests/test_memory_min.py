@@ -264,10 +264,41 @@ def test_memory_plan_property():
     assert layer.memory_plan == "layer" and small.memory_plan == "inplace"
 
 
+def dw_chain_graph(shape, oshape, w, bias, qx, qw, qb, qy, stride: int, padding: str, dil_h: int = 1,
+                   description: str = "dw in place") -> bytes:
+    """input [N, H, W, 1] -> CONCATENATION of C copies (``shape`` [N, H, W, C]) -> DEPTHWISE_CONV_2D (``w``
+    [1, KH, KW, C] int8, ``bias`` int32, multiplier 1, dilation_h_factor ``dil_h``) -> ``oshape`` -> MAX_POOL_2D 2x2 / 2
+    -> output: the depthwise step is the layer plan's peak and its input dies there, so the in-place plan runs it
+    over that input (also tests/test_dw_in_place_dsp.py's models)."""
+    n, _, _, c = oshape
+    pshape = (n, oshape[1] // 2, oshape[2] // 2, c)
+    tensors = [Tensor("x", tuple(shape[:3]) + (1,), "INT8", 0, qx), Tensor("r1", tuple(shape), "INT8", 0, qx),
+               Tensor("w", tuple(w.shape), "INT8", 1, qw), Tensor("b", (c,), "INT32", 2, qb),
+               Tensor("dw", tuple(oshape), "INT8", 0, qy), Tensor("y", pshape, "INT8", 0, qy)]
+    codes = [OperatorCode(schema.BUILTIN_OPERATOR_CODES[k], None, v)
+             for k, v in (("CONCATENATION", 1), ("DEPTHWISE_CONV_2D", 3), ("MAX_POOL_2D", 1))]
+
+    def options(name, **kw):
+        t = options_for(name)
+        opts = option_defaults(t)
+        opts.update(kw)
+        return dict(options_type=t, options=opts)
+
+    ops = [Operator(opcode_index=0, inputs=[0] * c, outputs=[1], **options("CONCATENATION", axis=3)),
+           Operator(opcode_index=1, inputs=[1, 2, 3], outputs=[4],
+                    **options("DEPTHWISE_CONV_2D", padding=padding, stride_w=stride, stride_h=stride,
+                              dilation_h_factor=dil_h, depth_multiplier=1)),
+           Operator(opcode_index=2, inputs=[4], outputs=[5],
+                    **options("MAX_POOL_2D", padding="VALID", stride_w=2, stride_h=2, filter_width=2,
+                              filter_height=2))]
+    sg = SubGraph(tensors=tensors, inputs=[0], outputs=[5], operators=ops, name="main")
+    return write_model(Model(operator_codes=codes, subgraphs=[sg],
+                             buffers=[Buffer(b""), Buffer(w.tobytes()), Buffer(bias.tobytes())],
+                             description=description))
+
+
 def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 12), batch: int = 1, k: int = 3) -> bytes:
-    """input (one channel) -> CONCATENATION of C copies -> DEPTHWISE_CONV_2D (int8, per-channel weights,
-    bias) -> MAX_POOL_2D 2x2 / 2 -> output: the depthwise step is the layer plan's peak, so memory="inplace" runs it in
-    place (its input dies there) and needs less."""
+    """dw_chain_graph with a k x k filter of per-channel int8 weights and a bias."""
     rng = np.random.default_rng(stride * 10 + len(padding))
     shape = (batch,) + tuple(shape[1:])
     c = shape[3]
@@ -280,29 +311,7 @@ def _dw_chain_model(stride: int, padding: str, shape=(1, 9, 11, 12), batch: int 
     oshape = (batch, out_dim(shape[1]), out_dim(shape[2]), c)
     w = rng.integers(-127, 128, (1, k, k, c)).astype(np.int8)
     b = rng.integers(-2000, 2000, c).astype(np.int32)
-    pshape = (batch, oshape[1] // 2, oshape[2] // 2, c)
-    tensors = [Tensor("x", shape[:3] + (1,), "INT8", 0, qx), Tensor("r1", shape, "INT8", 0, qx),
-               Tensor("w", (1, k, k, c), "INT8", 1, qw), Tensor("b", (c,), "INT32", 2, qb),
-               Tensor("dw", oshape, "INT8", 0, qy), Tensor("y", pshape, "INT8", 0, qy)]
-    buffers = [Buffer(b""), Buffer(w.tobytes()), Buffer(b.tobytes())]
-    codes = [OperatorCode(schema.BUILTIN_OPERATOR_CODES[n], None, v)
-             for n, v in (("CONCATENATION", 1), ("DEPTHWISE_CONV_2D", 3), ("MAX_POOL_2D", 1))]
-
-    def options(name, **kw):
-        t = options_for(name)
-        opts = option_defaults(t)
-        opts.update(kw)
-        return dict(options_type=t, options=opts)
-
-    ops = [Operator(opcode_index=0, inputs=[0] * c, outputs=[1], **options("CONCATENATION", axis=3)),
-           Operator(opcode_index=1, inputs=[1, 2, 3], outputs=[4],
-                    **options("DEPTHWISE_CONV_2D", padding=padding, stride_w=stride, stride_h=stride,
-                              depth_multiplier=1)),
-           Operator(opcode_index=2, inputs=[4], outputs=[5],
-                    **options("MAX_POOL_2D", padding="VALID", stride_w=2, stride_h=2, filter_width=2,
-                              filter_height=2))]
-    sg = SubGraph(tensors=tensors, inputs=[0], outputs=[5], operators=ops, name="main")
-    return write_model(Model(operator_codes=codes, subgraphs=[sg], buffers=buffers, description="dw in place"))
+    return dw_chain_graph(shape, oshape, w, b, qx, qw, qb, qy, stride, padding)
 
 
 @needs_c_runtime
