@@ -825,6 +825,10 @@ def main(argv=None) -> int:
             sets["zoo (int8, ours)"] = [zoo.cached_path(arch, size, "int8") for size in a.zoo_sizes
                                         for arch in zoo.ARCHS]
             sets["keyword-spotting stand-ins (int8, ours)"] = kws_models()
+            import mcu_standins
+
+            for title, models in mcu_standins.FAMILIES.items():
+                sets[f"{title} (int8, ours)"] = models()
         if a.mcu or not a.mcu_zoo:
             given = [Path(p) for p in a.models] if a.models else [
                 p for name in {**MCU_ANCHORS, **MCU_MEASURED} for p in sorted(SHARED.glob(f"*/{name}"))]
