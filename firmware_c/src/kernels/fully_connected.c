@@ -424,15 +424,48 @@ static void fc_slots(const int8_t *x, int32_t d4, int32_t off, const int8_t *w0,
 }
 #endif
 
+/* int8 fast path for a depth below 8 (hello_world_int8's 1 -> 16 layer): a unit at a time, no group of four: for
+ * one or two input words fc_slots' call and the group's set-up cost more than the MACs (~60 instructions a unit
+ * with groups, ~20 so); the per-tensor multiplier loaded once. */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* its own registers: inlined into the eval, its loop kept every value on the stack */
+#endif
+static void fc_int8_short(const fc_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
+    const int32_t depth = d->depth, units = d->units, pc = d->per_channel, off = d->input_offset;
+    const int32_t zp = d->output_offset, lo = d->lo, hi = d->hi;
+    int32_t b, u, k;
+    edge_rq_t q;
+    q.mul = d->multiplier;
+    q.rnd = d->shift;
+    for (b = 0; b < d->batches; b++, x += depth) {
+        const int8_t *wu = wt;
+        for (u = 0; u < units; u++, wu += depth) {
+            uint32_t acc = bias ? (uint32_t)bias[u] : 0u;
+            for (k = 0; k < depth; k++) acc += (uint32_t)((x[k] + off) * wu[k]);
+            if (pc) {
+                q.mul = d->multipliers[u];
+                q.rnd = d->shifts[u];
+            }
+            *y++ = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)acc, zp), lo, hi);
+        }
+    }
+}
+
 /* int8 fast path: y = clamp(rq(bias + sum (x + input_offset) * w) + zp), four units per pass (fc_slots), the
  * depth % 4 tail one unit at a time. A last group of nu < 4 units on DSP cores runs as four slots too, rows
  * repeated (nu 3: u, u+1, u+1, u+2; 2: u, u+1, u, u+1; 1: u four times; the last unit's sum is slot 3's):
  * 1-3 units cost what four do (~6 instructions per MAC for one unit, as its own loop did); the portable build
  * runs such units one at a time. */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* as fc_int8_short */
+#endif
 static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
     const int32_t depth = d->depth, units = d->units, d4 = depth & ~3, pc = d->per_channel, off = d->input_offset;
     const int32_t zp = d->output_offset, lo = d->lo, hi = d->hi;
     int32_t b, u, j;
+    edge_rq_t q;
+    q.mul = d->multiplier; /* per tensor: once (per channel: per unit below) */
+    q.rnd = d->shift;
     for (b = 0; b < d->batches; b++) {
         const int8_t *xb = x + (int64_t)b * depth;
         int8_t *yb = y + (int64_t)b * units;
@@ -440,10 +473,14 @@ static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, 
             const int32_t nu = units - u < 4 ? units - u : 4, st = nu > 1 ? depth : 0;
             int32_t row[4], k = 0;
             uint32_t s[4];
-            row[0] = u; /* the slots' rows */
-            row[1] = u + (nu > 1);
-            row[2] = EDGE_DSP || nu == 4 ? u + (nu > 2 ? nu - 2 : 0) : u + 2;
-            row[3] = row[2] + (nu > 1);
+            if (nu == 4) { /* the common group: rows u .. u + 3 */
+                for (j = 0; j < 4; j++) row[j] = u + j;
+            } else {
+                row[0] = u; /* the slots' rows */
+                row[1] = u + (nu > 1);
+                row[2] = EDGE_DSP ? u + (nu > 2 ? nu - 2 : 0) : u + 2;
+                row[3] = row[2] + (nu > 1);
+            }
             for (j = 0; j < 4; j++) s[j] = bias ? (uint32_t)bias[row[j]] : 0;
             if (EDGE_DSP || nu == 4) {
                 fc_slots(xb, d4, off, wt + (int64_t)row[0] * depth, wt + (int64_t)row[2] * depth, st, s);
@@ -455,10 +492,11 @@ static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, 
                 const int8_t *wu = wt + (int64_t)row[j] * depth;
                 uint32_t acc = s[j];
                 int32_t i;
-                edge_rq_t q;
                 for (i = k; i < depth; i++) acc += (uint32_t)((xb[i] + off) * wu[i]);
-                q.mul = pc ? d->multipliers[u + j] : d->multiplier;
-                q.rnd = pc ? d->shifts[u + j] : d->shift;
+                if (pc) {
+                    q.mul = d->multipliers[u + j];
+                    q.rnd = d->shifts[u + j];
+                }
                 yb[u + j] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)acc, zp), lo, hi);
             }
         }
@@ -488,8 +526,11 @@ static void fc_float(const fc_data_t *d, const float *x, const float *w, const f
 
 void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
     const fc_data_t *d = (const fc_data_t *)node->user_data;
-    const edge_tensor_t *in = edge_in(ctx, node, 0), *w = edge_in(ctx, node, 1), *bt = edge_in(ctx, node, 2);
-    edge_tensor_t *out = edge_out(ctx, node, 0);
+    /* input, weights and output are present (prepare): indexed directly, edge_in's checks for the optional bias
+     * only (-Os calls edge_in out of line: ~10 instructions each, on every invoke of a tiny layer) */
+    const edge_tensor_t *in = &ctx->tensors[node->inputs[0]], *w = &ctx->tensors[node->inputs[1]];
+    const edge_tensor_t *bt = edge_in(ctx, node, 2);
+    edge_tensor_t *out = &ctx->tensors[node->outputs[0]];
     const int8_t *x, *wt;
     const int32_t *bias;
     int8_t *y;
@@ -501,7 +542,7 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
         memset(out->data, 0, out->bytes);
         return;
     }
-    if (EDGE_WITH_FLOAT32 && edge_hybrid_weights(in, w)) { /* its user_data is hybrid.c's, not an fc_data_t */
+    if (EDGE_WITH_FLOAT32 && in->type == EDGE_FLOAT32 && edge_hybrid_weights(in, w)) { /* the call for float only */ /* its user_data is hybrid.c's, not an fc_data_t */
         edge_hybrid_eval_fully_connected(node, ctx);
         return;
     }
@@ -540,7 +581,8 @@ void edge_eval_fully_connected(const edge_node_t *node, edge_ctx_t *ctx) {
     }
 #endif
     if (d->fast) {
-        fc_int8_fast(d, x, wt, bias, y);
+        if (d->depth < 8) fc_int8_short(d, x, wt, bias, y);
+        else fc_int8_fast(d, x, wt, bias, y);
         return;
     }
     for (b = 0; b < d->batches; b++) {

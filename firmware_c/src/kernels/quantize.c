@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_dsp.h"
 #include "../edge_fixedpoint_act.h"
 #if EDGE_SIMD && defined(__x86_64__)
 #include <immintrin.h>
@@ -40,6 +41,12 @@ typedef struct {
     int16_t lut_simd;             /* 8-bit -> 8-bit on a 64-bit Linux CPU with a table fast path: its level (0: none) */
     int16_t simd;                 /* float input on x86-64: 0 none, 1 quantize_float_avx2, 2 quantize_float_avx512 */
     float inv;                    /* float input: 1 / scale in float32 (normal, else simd is at most 1) */
+#endif
+#if EDGE_DSP
+    edge_rq_t rq;                 /* int16 / int32 input: the multiplier in edge_rq form where it covers it (rq_ok):
+                                   * one SMMLAR pair an element, not the 64-bit ea_mbqm (keyword_scrambled_8bit's
+                                   * int16 -> int8 input QUANTIZE: 95 instructions an element) */
+    int32_t rq_ok;
 #endif
 } quantize_data_t;
 
@@ -321,6 +328,9 @@ edge_status_t edge_prepare_quantize(edge_node_t *node, edge_ctx_t *ctx) {
         d->lut_simd = (int16_t)(edge_type_bytes(out->type) == 1 ? ea_lut8_level() : 0);
 #endif
     }
+#if EDGE_DSP
+    d->rq_ok = edge_rq_make(&d->rq, d->multiplier, d->shift) == 0;
+#endif
     return EDGE_OK;
 }
 
@@ -371,6 +381,18 @@ void edge_eval_quantize(const edge_node_t *node, edge_ctx_t *ctx) {
     case EDGE_INT16: {
         const int16_t *xi = (const int16_t *)x->data;
         if (!EDGE_WITH_INT16) break; /* refused at prepare */
+#if EDGE_DSP
+        if (d->rq_ok && d->out_type == EDGE_INT8) { /* x - in_zp cannot wrap: both int16 */
+            for (i = 0; i < n; i++)
+                ((int8_t *)y)[i] = (int8_t)edge_clamp32(edge_rq_apply(&d->rq, xi[i] - d->in_zp, d->out_zp), -128, 127);
+            break;
+        }
+        if (d->rq_ok) {
+            for (i = 0; i < n; i++)
+                store(d->out_type, y, i, edge_clamp32(edge_rq_apply(&d->rq, xi[i] - d->in_zp, d->out_zp), d->qmin, d->qmax));
+            break;
+        }
+#endif
         for (i = 0; i < n; i++) store(d->out_type, y, i, requantize(d, xi[i]));
         break;
     }

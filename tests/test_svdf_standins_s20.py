@@ -1,0 +1,174 @@
+"""Issue 25, session 20: the "recurrent: SVDF and small dense" stand-ins of benchmarks/mcu_standins.py (stacked int8
+SVDFs in TFLM's integer form with int16 or int8 state, small FULLY_CONNECTED / QUANTIZE / SOFTMAX layers, small
+dense MLPs) run bit-exact in TFLM's Python interpreter, our Python interpreter and our C runtime over a sequence of
+different frames (the SVDF state carried invoke to invoke); the Cortex-M kernels (svdf.c's DSP path: the state
+shifted by words, two filters' projections per input word, SMLAD time dot products; fully_connected.c's depth < 8
+path; quantize.c's int16 -> int8 edge_rq path) in C emulated on the host equal the portable build and TFLM, and
+(slow) in a Cortex-M4 image under QEMU give the Python interpreter's bytes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import needs_c_runtime
+from tests.oprunner import image_main_hash, m4_image, m4_image_reports
+from tests.peers import TFLM_ARENA
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import mcu_standins  # noqa: E402
+
+NAMES = list(mcu_standins.RECURRENT_DENSE)
+FRAMES = 5  # invokes: more than nothing in the state, fewer than the shortest memory (8) would hide the shift
+
+pytestmark = needs_c_runtime
+
+
+def _model(name: str) -> bytes:
+    return mcu_standins.recurrent_dense_model(name)
+
+
+def _frames(model: bytes, seed: int) -> list[list[np.ndarray]]:
+    """FRAMES different input sets, over the whole range of each input's type."""
+    from edge_sdk import Interpreter
+
+    py = Interpreter(model_content=model)
+    py.allocate_tensors()
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(FRAMES):
+        feeds = []
+        for d in py.get_input_details():
+            info = np.iinfo(d["dtype"])
+            feeds.append(rng.integers(info.min, info.max + 1, d["shape"]).astype(d["dtype"]))
+        out.append(feeds)
+    return out
+
+
+def _ours(model: bytes, frames, backend: str) -> list[np.ndarray]:
+    """Our runtime's output 0 after each frame (one interpreter: the state carried)."""
+    from edge_sdk import Interpreter
+
+    interp = Interpreter(model_content=model, backend=backend)
+    interp.allocate_tensors()
+    outs = []
+    for feeds in frames:
+        for d, x in zip(interp.get_input_details(), feeds):
+            interp.set_tensor(d["index"], x)
+        interp.invoke()
+        outs.append(np.array(interp.get_tensor(interp.get_output_details()[0]["index"])))
+    return outs
+
+
+def _tflm(model: bytes, frames) -> list[np.ndarray]:
+    from tflite_micro.python.tflite_micro import runtime
+
+    interp = runtime.Interpreter.from_bytes(bytes(model), arena_size=TFLM_ARENA)
+    outs = []
+    for feeds in frames:
+        for i, x in enumerate(feeds):
+            interp.set_input(np.asarray(x, order="C"), i)
+        interp.invoke()
+        outs.append(np.array(interp.get_output(0)))
+    return outs
+
+
+def test_the_family_has_the_shapes_it_names():
+    """>= 3 SVDF stacks (rank 1 and 2, int16 and int8 state, 2-4 deep) and >= 2 MLPs, as the family's table says."""
+    from edge_sdk.model import read_model
+
+    svdf_models = mlp_models = 0
+    ranks, depths, states = set(), set(), set()
+    for name in NAMES:
+        g = read_model(_model(name)).subgraphs[0]
+        ops = [read_model(_model(name)).operator_codes[op.opcode_index].builtin_code for op in g.operators]
+        svdfs = [op for op in g.operators if op.options_type == "SVDFOptions"]
+        if svdfs:
+            svdf_models += 1
+            depths.add(len(svdfs))
+            ranks.update(op.options["rank"] for op in svdfs)
+            states.update(g.tensors[op.inputs[4]].type for op in svdfs)
+        else:
+            mlp_models += 1
+        assert ops, name
+    assert svdf_models >= 3 and mlp_models >= 2
+    assert ranks == {1, 2} and states == {"INT16", "INT8"} and min(depths) == 2 and max(depths) >= 4
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_standin_is_tflm_bytes_in_python_and_c_over_frames(name):
+    model = _model(name)
+    frames = _frames(model, 5)
+    want = _tflm(model, frames)
+    assert len({w.tobytes() for w in want}) > 1, f"{name}: the same output for every frame (a dead stand-in)"
+    for backend in ("python", "c"):
+        got = _ours(model, frames, backend)
+        for k, (g, w) in enumerate(zip(got, want)):
+            np.testing.assert_array_equal(g, w, err_msg=f"{name} {backend} frame {k}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_m4_paths_emulated_equal_portable_and_tflm(backend, dsp_runner, name, tmp_path):  # noqa: F811
+    """The DSP build (emulated on the host) over three invokes of the same input == TFLM's three invokes."""
+    model = _model(name)
+    feeds = _frames(model, 9)[0]
+    (tmp_path / "m.tflite").write_bytes(model)
+    (tmp_path / "in.bin").write_bytes(b"".join(np.ascontiguousarray(x).tobytes() for x in feeds))
+    want = _tflm(model, [feeds] * 3)[-1]
+    proc = subprocess.run([str(dsp_runner), str(tmp_path / "m.tflite"), str(tmp_path / "in.bin"),
+                           str(tmp_path / "out.bin"), "--invocations", "3"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = np.frombuffer((tmp_path / "out.bin").read_bytes(), want.dtype)[:want.size].reshape(want.shape)
+    np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def _image_rounds(model: bytes) -> list[list[np.ndarray]]:
+    """Both input rounds tools/image_main.c writes (its LCG, seed 12345, top byte of each step, input by input):
+    the image invokes once per round, so a stateful model's reported output follows two invokes."""
+    from edge_sdk import Interpreter
+
+    py = Interpreter(model_content=model)
+    py.allocate_tensors()
+    seed, rounds = 12345, []
+    for _round in range(2):
+        feeds = []
+        for d in py.get_input_details():
+            n = int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize
+            out = bytearray(n)
+            for k in range(n):
+                seed = (seed * 1664525 + 1013904223) & 0xFFFFFFFF
+                out[k] = seed >> 24
+            feeds.append(np.frombuffer(bytes(out), d["dtype"]).reshape(d["shape"]))
+        rounds.append(feeds)
+    return rounds
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
+                    reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_standins_on_the_qemu_m4_give_the_host_bytes(tmp_path):
+    """Three stand-ins (int16-state rank-1 SVDF with an int16 input QUANTIZE, int8-state SVDF, the 1-16-16-1 MLP) in
+    one Cortex-M4 image: the output after the image's two invokes hashes as our Python interpreter's and TFLM's."""
+    import re
+
+    chosen = ["svdf_r1_m8", "svdf_s8_m24", "mlp_1_16_16_1"]
+    paths = []
+    for name in chosen:
+        path = tmp_path / f"{name}.tflite"
+        path.write_bytes(_model(name))
+        paths.append(path)
+    reports = m4_image_reports(m4_image(paths, tmp_path / "b") / "edge-image.elf", chosen)
+    for name in chosen:
+        model = _model(name)
+        rounds = _image_rounds(model)
+        want = image_main_hash(_ours(model, rounds, "python")[-1].tobytes())
+        assert want == image_main_hash(_tflm(model, rounds)[-1].tobytes()), name
+        got = re.search(r"^out 0 (\d+)$", reports[name], re.M)
+        assert got and int(got.group(1)) == want, f"{name}: {reports[name][-300:]}"
