@@ -169,6 +169,87 @@ static inline void edge_dot2_s8(const int8_t *x, const int8_t *w0, const int8_t 
 }
 #endif
 
+#if EDGE_DSP
+/* EDGE_DOT4_WORD: one input word (4 int8, x0..x3) against the same word of the four slot rows (slot 0 at [wa], 1 at
+ * [wa + st], 2 at [w2], 3 at [w2 + st]): SXTAB16 widens (x0, x2) and (x1, x3) and adds the input offset to both
+ * halves in the same instruction, SXTB16 widens each weight word the same way, SMLAD does two MACs: 23
+ * instructions per 16 MACs. */
+#define EDGE_DOT4_WORD                                                                                              \
+    "ldr %[xv], [%[xp]], #4\n\t"                                                                             \
+    "sxtab16 %[xo], %[off2], %[xv], ror #8\n\t"                                                              \
+    "sxtab16 %[xv], %[off2], %[xv]\n\t"                                                                      \
+    "ldr %[wv], [%[wa], %[st]]\n\t"                                                                          \
+    "sxtb16 %[t], %[wv]\n\t"                                                                                 \
+    "smlad %[s1], %[t], %[xv], %[s1]\n\t"                                                                    \
+    "sxtb16 %[t], %[wv], ror #8\n\t"                                                                         \
+    "smlad %[s1], %[t], %[xo], %[s1]\n\t"                                                                    \
+    "ldr %[wv], [%[w2], %[st]]\n\t"                                                                          \
+    "sxtb16 %[t], %[wv]\n\t"                                                                                 \
+    "smlad %[s3], %[t], %[xv], %[s3]\n\t"                                                                    \
+    "sxtb16 %[t], %[wv], ror #8\n\t"                                                                         \
+    "smlad %[s3], %[t], %[xo], %[s3]\n\t"                                                                    \
+    "ldr %[wv], [%[w2]], #4\n\t"                                                                             \
+    "sxtb16 %[t], %[wv]\n\t"                                                                                 \
+    "smlad %[s2], %[t], %[xv], %[s2]\n\t"                                                                    \
+    "sxtb16 %[t], %[wv], ror #8\n\t"                                                                         \
+    "smlad %[s2], %[t], %[xo], %[s2]\n\t"                                                                    \
+    "ldr %[wv], [%[wa]], #4\n\t"                                                                             \
+    "sxtb16 %[t], %[wv]\n\t"                                                                                 \
+    "smlad %[s0], %[t], %[xv], %[s0]\n\t"                                                                    \
+    "sxtb16 %[t], %[wv], ror #8\n\t"                                                                         \
+    "smlad %[s0], %[t], %[xo], %[s0]\n\t"
+
+/* Four int8 dot products sharing one int8 vector (FULLY_CONNECTED's four units, SVDF's four filters): s[j] += sum
+ * over k < d4 of (x[k] + off) * slot j's row[k], d4 % 4 == 0 (the caller does the tail); slots 0..3 at w0, w0 + st,
+ * w2, w2 + st (st 0: all four the same row). |off| <= 32640: x + off fits an int16 half. Wrapping int32 sums.
+ * Callers inline it into a noinline function of its own: inlined into a larger loop, the 13-register asm leaves the
+ * compiler no registers. */
+static inline void edge_dot4_s8(const int8_t *x, int32_t d4, int32_t off, const int8_t *w0, const int8_t *w2, int32_t st,
+                     uint32_t *s) {
+    uint32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+    const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
+#if EDGE_DSP_ASM
+    if (d4 > 0) {
+        /* two words a pass (d4 / 4 odd: entered at the second); 13 registers, the loop's end in memory:
+         * 2 x 23 + 3 instructions per 32 MACs */
+        const int8_t *xp = x, *const xend = x + d4;
+        uint32_t xv, xo, wv, t = (uint32_t)(d4 >> 2) & 1u;
+        __asm__ volatile("cbnz %[t], 2f\n\t"
+                         "1:\n\t" EDGE_DOT4_WORD "2:\n\t" EDGE_DOT4_WORD
+                         "ldr %[t], %[xend]\n\t"
+                         "cmp %[xp], %[t]\n\t"
+                         "bne 1b"
+                         : [xp] "+&r"(xp), [wa] "+&r"(w0), [w2] "+&r"(w2), [s0] "+&r"(s0), [s1] "+&r"(s1),
+                           [s2] "+&r"(s2), [s3] "+&r"(s3), [xv] "=&r"(xv), [xo] "=&r"(xo), [wv] "=&r"(wv),
+                           [t] "+&l"(t)
+                         : [st] "r"(st), [off2] "r"(off2), [xend] "m"(xend)
+                         : "cc", "memory");
+    }
+#else
+    int32_t k;
+    for (k = 0; k < d4; k += 4) { /* EDGE_DOT4_WORD's instructions */
+        uint32_t xv, xo, wv;
+        memcpy(&xv, x + k, 4);
+        xo = edge_sxtab16_ror8(off2, xv);
+        xv = edge_sxtab16(off2, xv);
+        memcpy(&wv, w0 + st + k, 4);
+        s1 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s1));
+        memcpy(&wv, w2 + st + k, 4);
+        s3 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s3));
+        memcpy(&wv, w2 + k, 4);
+        s2 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s2));
+        memcpy(&wv, w0 + k, 4);
+        s0 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s0));
+    }
+#endif
+    s[0] = s0;
+    s[1] = s1;
+    s[2] = s2;
+    s[3] = s3;
+}
+#undef EDGE_DOT4_WORD
+#endif
+
 /* One channel's requantization plus the output zero point: y = edge_mbqm(x, multiplier, shift) + zp for
  * the common case of a multiplier in [2^30, 2^31) with a right shift of 2..31 (every real multiplier in
  * [2^-32, 0.25), and a zero multiplier). Three steps, two of them SMMLAR on DSP cores:

@@ -313,84 +313,15 @@ static void fc_job(void *arg, int32_t t, int32_t n, int32_t slot) {
 #endif
 
 #if EDGE_DSP
-/* FC_WORD: one input word (4 int8, x0..x3) against the same word of the four slot rows (slot 0 at [wa], 1 at
- * [wa + st], 2 at [w2], 3 at [w2 + st]): SXTAB16 widens (x0, x2) and (x1, x3) and adds the input offset to both
- * halves in the same instruction, SXTB16 widens each weight word the same way, SMLAD does two MACs: 23
- * instructions per 16 MACs. */
-#define FC_WORD                                                                                              \
-    "ldr %[xv], [%[xp]], #4\n\t"                                                                             \
-    "sxtab16 %[xo], %[off2], %[xv], ror #8\n\t"                                                              \
-    "sxtab16 %[xv], %[off2], %[xv]\n\t"                                                                      \
-    "ldr %[wv], [%[wa], %[st]]\n\t"                                                                          \
-    "sxtb16 %[t], %[wv]\n\t"                                                                                 \
-    "smlad %[s1], %[t], %[xv], %[s1]\n\t"                                                                    \
-    "sxtb16 %[t], %[wv], ror #8\n\t"                                                                         \
-    "smlad %[s1], %[t], %[xo], %[s1]\n\t"                                                                    \
-    "ldr %[wv], [%[w2], %[st]]\n\t"                                                                          \
-    "sxtb16 %[t], %[wv]\n\t"                                                                                 \
-    "smlad %[s3], %[t], %[xv], %[s3]\n\t"                                                                    \
-    "sxtb16 %[t], %[wv], ror #8\n\t"                                                                         \
-    "smlad %[s3], %[t], %[xo], %[s3]\n\t"                                                                    \
-    "ldr %[wv], [%[w2]], #4\n\t"                                                                             \
-    "sxtb16 %[t], %[wv]\n\t"                                                                                 \
-    "smlad %[s2], %[t], %[xv], %[s2]\n\t"                                                                    \
-    "sxtb16 %[t], %[wv], ror #8\n\t"                                                                         \
-    "smlad %[s2], %[t], %[xo], %[s2]\n\t"                                                                    \
-    "ldr %[wv], [%[wa]], #4\n\t"                                                                             \
-    "sxtb16 %[t], %[wv]\n\t"                                                                                 \
-    "smlad %[s0], %[t], %[xv], %[s0]\n\t"                                                                    \
-    "sxtb16 %[t], %[wv], ror #8\n\t"                                                                         \
-    "smlad %[s0], %[t], %[xo], %[s0]\n\t"
-
 /* s[j] += sum over k < d4 of (x[k] + off) * slot j's row[k], d4 % 4 == 0; slots 0..3 at w0, w0 + st, w2, w2 + st
- * (st 0: all four the same row). |off| <= 32640: x + off fits an int16 half. */
+ * (st 0: all four the same row). |off| <= 32640. edge_dsp.h's edge_dot4_s8: 49 instructions per 32 MACs. */
 #if defined(__GNUC__)
 __attribute__((noinline)) /* its own registers: inlined (LTO), the 13-register asm has none left */
 #endif
 static void fc_slots(const int8_t *x, int32_t d4, int32_t off, const int8_t *w0, const int8_t *w2, int32_t st,
                      uint32_t *s) {
-    uint32_t s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
-    const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
-#if EDGE_DSP_ASM
-    if (d4 > 0) {
-        /* two words a pass (d4 / 4 odd: entered at the second); 13 registers, the loop's end in memory:
-         * 2 x 23 + 3 instructions per 32 MACs */
-        const int8_t *xp = x, *const xend = x + d4;
-        uint32_t xv, xo, wv, t = (uint32_t)(d4 >> 2) & 1u;
-        __asm__ volatile("cbnz %[t], 2f\n\t"
-                         "1:\n\t" FC_WORD "2:\n\t" FC_WORD
-                         "ldr %[t], %[xend]\n\t"
-                         "cmp %[xp], %[t]\n\t"
-                         "bne 1b"
-                         : [xp] "+&r"(xp), [wa] "+&r"(w0), [w2] "+&r"(w2), [s0] "+&r"(s0), [s1] "+&r"(s1),
-                           [s2] "+&r"(s2), [s3] "+&r"(s3), [xv] "=&r"(xv), [xo] "=&r"(xo), [wv] "=&r"(wv),
-                           [t] "+&l"(t)
-                         : [st] "r"(st), [off2] "r"(off2), [xend] "m"(xend)
-                         : "cc", "memory");
-    }
-#else
-    int32_t k;
-    for (k = 0; k < d4; k += 4) { /* FC_WORD's instructions */
-        uint32_t xv, xo, wv;
-        memcpy(&xv, x + k, 4);
-        xo = edge_sxtab16_ror8(off2, xv);
-        xv = edge_sxtab16(off2, xv);
-        memcpy(&wv, w0 + st + k, 4);
-        s1 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s1));
-        memcpy(&wv, w2 + st + k, 4);
-        s3 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s3));
-        memcpy(&wv, w2 + k, 4);
-        s2 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s2));
-        memcpy(&wv, w0 + k, 4);
-        s0 = edge_smlad(edge_sxtb16_ror8(wv), xo, edge_smlad(edge_sxtb16(wv), xv, s0));
-    }
-#endif
-    s[0] = s0;
-    s[1] = s1;
-    s[2] = s2;
-    s[3] = s3;
+    edge_dot4_s8(x, d4, off, w0, w2, st, s);
 }
-#undef FC_WORD
 #else
 /* Portable C: four distinct rows (w0, w0 + st, w2, w2 + st). x + off fits int16 (|off| <= 32512): blocks of 16
  * as vector multiply-adds. */
@@ -469,18 +400,31 @@ static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, 
     for (b = 0; b < d->batches; b++) {
         const int8_t *xb = x + (int64_t)b * depth;
         int8_t *yb = y + (int64_t)b * units;
-        for (u = 0; u < units; u += 4) {
+        u = 0;
+        if (!pc && d4 == depth) /* per tensor, no tail: four units straight from the slots to the output */
+            for (; u + 4 <= units; u += 4) {
+                const int8_t *w0 = wt + (int64_t)u * depth;
+                uint32_t s[4] = {0, 0, 0, 0};
+                if (bias) {
+                    s[0] = (uint32_t)bias[u];
+                    s[1] = (uint32_t)bias[u + 1];
+                    s[2] = (uint32_t)bias[u + 2];
+                    s[3] = (uint32_t)bias[u + 3];
+                }
+                fc_slots(xb, d4, off, w0, w0 + 2 * depth, depth, s);
+                yb[u] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)s[0], zp), lo, hi);
+                yb[u + 1] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)s[1], zp), lo, hi);
+                yb[u + 2] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)s[2], zp), lo, hi);
+                yb[u + 3] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)s[3], zp), lo, hi);
+            }
+        for (; u < units; u += 4) {
             const int32_t nu = units - u < 4 ? units - u : 4, st = nu > 1 ? depth : 0;
             int32_t row[4], k = 0;
             uint32_t s[4];
-            if (nu == 4) { /* the common group: rows u .. u + 3 */
-                for (j = 0; j < 4; j++) row[j] = u + j;
-            } else {
-                row[0] = u; /* the slots' rows */
-                row[1] = u + (nu > 1);
-                row[2] = EDGE_DSP ? u + (nu > 2 ? nu - 2 : 0) : u + 2;
-                row[3] = row[2] + (nu > 1);
-            }
+            row[0] = u; /* the slots' rows */
+            row[1] = u + (nu > 1);
+            row[2] = EDGE_DSP || nu == 4 ? u + (nu > 2 ? nu - 2 : 0) : u + 2;
+            row[3] = row[2] + (nu > 1);
             for (j = 0; j < 4; j++) s[j] = bias ? (uint32_t)bias[row[j]] : 0;
             if (EDGE_DSP || nu == 4) {
                 fc_slots(xb, d4, off, wt + (int64_t)row[0] * depth, wt + (int64_t)row[2] * depth, st, s);

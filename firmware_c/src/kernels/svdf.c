@@ -45,9 +45,10 @@ typedef struct {
                                         * points' terms once at prepare, not a second sum in every dot product */
 #endif
 #if EDGE_DSP
-    edge_rq_t rq1, rq2;                /* integer, DSP cores: m1 / s1 and m2 / s2 in edge_rq form where it covers
-                                        * them (rq*_ok) */
-    uint8_t rq1_ok, rq2_ok;
+    struct svdf_rq {                   /* integer, DSP cores: m1 / s1 (rq[0]) and m2 / s2 (rq[1]) as svdf_rq_make */
+        int32_t mul, rnd;
+        uint8_t kind, left;
+    } rq[2];
 #endif
 } svdf_data_t;
 
@@ -88,6 +89,53 @@ static edge_status_t svdf_prepare_hybrid(edge_node_t *node, edge_ctx_t *ctx, svd
     return edge_request_scratch(ctx, node, svdf_hybrid_bytes(d->batch, d->n_input, d->n_filter, &proj_at),
                                 &d->rows_scratch);
 }
+
+#if EDGE_DSP
+/* edge_mbqm(x, m, shift) on DSP cores in a few instructions, bit-exact for every int32 x (the value without a zero
+ * point: callers clamp, then add theirs, so no sum can wrap). kind 0: edge_rq (a right shift of 2..31, two SMMLAR);
+ * kind 1: a multiplier in [2^30, 2^31) with a right shift of 0 or 1 or a left shift (int16-state SVDFs' first ratio
+ * is often above 1/4): x << left (wrapping, as edge_mbqm), h = SMMLAR(x, 2m, x) = gemmlowp's doubling high multiply
+ * (edge_rq's first step), then for right 1 its rounding halving (h - (h < 0) + 1) >> 1; kind 2: edge_mbqm. */
+static void svdf_rq_make(struct svdf_rq *q, int32_t m, int32_t shift) {
+    edge_rq_t r;
+    q->left = 0;
+    if (edge_rq_make(&r, m, shift) == 0) {
+        q->kind = 0;
+        q->mul = r.mul;
+        q->rnd = r.rnd;
+    } else if (m >= (1 << 30) && shift >= -1 && shift <= 31) {
+        q->kind = 1;
+        q->mul = (int32_t)((uint32_t)m << 1);
+        q->left = (uint8_t)(shift > 0 ? shift : 0);
+        q->rnd = shift < 0;
+    } else {
+        q->kind = 2;
+        q->mul = m;
+        q->rnd = shift;
+    }
+}
+
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int32_t svdf_rq_apply(const struct svdf_rq *q, int32_t x) {
+    int32_t h;
+    if (q->kind == 0) {
+        edge_rq_t r;
+        r.mul = q->mul;
+        r.rnd = q->rnd;
+        return edge_rq_apply(&r, x, 0);
+    }
+    if (q->kind == 2) return edge_mbqm(x, q->mul, q->rnd);
+    x = (int32_t)((uint32_t)x << q->left);
+    h = edge_smmlar(x, q->mul, x);
+    if (q->rnd) {
+        h += h >> 31;
+        h = (h + 1) >> 1; /* h <= 2^31 - 2 here: no wrap */
+    }
+    return h;
+}
+#endif
 
 edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
     const int has_opts = node->options_type == SVDF_OPTS;
@@ -203,8 +251,8 @@ edge_status_t edge_prepare_svdf(edge_node_t *node, edge_ctx_t *ctx) {
     }
 #endif
 #if EDGE_DSP
-    d->rq1_ok = edge_rq_make(&d->rq1, d->m1, d->s1) == 0;
-    d->rq2_ok = edge_rq_make(&d->rq2, d->m2, d->s2) == 0;
+    svdf_rq_make(&d->rq[0], d->m1, d->s1);
+    svdf_rq_make(&d->rq[1], d->m2, d->s2);
 #endif
     return EDGE_OK;
 }
@@ -334,97 +382,127 @@ SVDF_DOT_LANES(dot_lanes_s16, int16_t, 8)
 #endif
 
 #if EDGE_DSP
+#if defined(__GNUC__)
+#define SVDF_INLINE static inline __attribute__((always_inline)) /* -Os made calls of these per filter */
+#define SVDF_NOINLINE __attribute__((noinline)) /* a loop with registers of its own, not spilled in the caller's */
+#else
+#define SVDF_INLINE static inline
+#define SVDF_NOINLINE
+#endif
+
 /* The state's shift (shift_state) as word moves: dst = src - 1 or 2 bytes, so a forward copy never overwrites a byte
  * it has still to read; the C library's memmove moves such a misaligned pair byte by byte (~4 instructions a byte:
- * 4 K per SVDF of keyword_scrambled_8bit's 1024-byte states). */
+ * 4 K per SVDF of keyword_scrambled_8bit's 1024-byte states). 16 bytes a pass. */
 static void shift_state_words(uint8_t *p, int32_t bytes, int32_t size) {
     const uint8_t *src = p + size;
     int32_t i = 0, n = bytes - size;
-    for (; i + 8 <= n; i += 8) {
-        const uint32_t a = edge_get32(src + i), b = edge_get32(src + i + 4);
+    for (; i + 16 <= n; i += 16) {
+        const uint32_t a = edge_get32(src + i), b = edge_get32(src + i + 4), c = edge_get32(src + i + 8),
+                       e = edge_get32(src + i + 12);
         edge_put32(p + i, a);
         edge_put32(p + i + 4, b);
+        edge_put32(p + i + 8, c);
+        edge_put32(p + i + 12, e);
     }
     for (; i < n; i++) p[i] = src[i];
 }
 
-#if defined(__GNUC__)
-__attribute__((noinline)) /* its own registers: inlined into the eval, its loop spilled to the stack */
-#endif
-static void svdf_dot2(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t off, uint32_t *s) {
+SVDF_NOINLINE static void svdf_dot2(const int8_t *x, const int8_t *w0, const int8_t *w1, int32_t n, int32_t off,
+                                    uint32_t *s) {
     edge_dot2_s8(x, w0, w1, n, off, &s[0], &s[1]);
+}
+
+SVDF_NOINLINE static void svdf_dot4(const int8_t *x, int32_t n4, int32_t off, const int8_t *w, int32_t n, uint32_t *s) {
+    edge_dot4_s8(x, n4, off, w, w + 2 * n, n, s); /* its 13-register asm in a function of its own */
 }
 
 /* One projection into its filter's last state slot: requantized (multiplier 1), clamped to the state type, plus the
  * state zero point, narrowed with a wrap (as the portable path). */
-static void svdf_store(const svdf_data_t *d, uint32_t proj, void *slot, int state16) {
-    const int32_t p = d->rq1_ok ? edge_rq_apply(&d->rq1, (int32_t)proj, 0) : edge_mbqm(edge_wrap32(proj), d->m1, d->s1);
+SVDF_INLINE void svdf_store(const svdf_data_t *d, uint32_t proj, uint8_t *slot, int state16) {
+    const int32_t p = svdf_rq_apply(&d->rq[0], (int32_t)proj);
     const uint32_t v = (uint32_t)edge_clamp32(p, state16 ? -32768 : -128, state16 ? 32767 : 127) + (uint32_t)d->state_zp;
-    if (state16) *(int16_t *)slot = (int16_t)((int32_t)((v & 0xffffu) ^ 0x8000u) - 0x8000);
+    if (state16) *(int16_t *)(void *)slot = (int16_t)((int32_t)((v & 0xffffu) ^ 0x8000u) - 0x8000);
     else *(int8_t *)slot = (int8_t)((int32_t)((v & 0xffu) ^ 0x80u) - 0x80);
 }
 
-/* sum_m (s[m] - zp) * w[m] (wrapping int32) over one filter's memory [M]: int8 by SXTAB16 (s - zp in both int16
- * halves: |s - zp| <= 255) + SXTB16 + SMLAD, 4 values per 8 instructions; int16 with a zero point 0 (TFLM's int16
- * state) by SMLAD on words, 4 values per 6; an int16 state with another zero point by the portable loop. */
-static uint32_t time_dot(const void *state, const void *weights, int32_t n, int32_t zp, int state16) {
-    uint32_t acc = 0;
-    int32_t i = 0;
-    if (state16) {
-        const int16_t *s = (const int16_t *)state, *w = (const int16_t *)weights;
-        if (zp) return dot_s16(s, w, n, (uint32_t)zp);
-        for (; i + 4 <= n; i += 4) {
-            acc = edge_smlad(edge_get32(s + i), edge_get32(w + i), acc);
-            acc = edge_smlad(edge_get32(s + i + 2), edge_get32(w + i + 2), acc);
-        }
-        for (; i < n; i++) acc += (uint32_t)(s[i] * w[i]);
-    } else {
-        const int8_t *s = (const int8_t *)state, *w = (const int8_t *)weights;
-        const uint32_t off2 = (uint32_t)(uint16_t)-zp * 0x10001u;
-        for (; i + 4 <= n; i += 4) {
-            const uint32_t a = edge_get32(s + i), b = edge_get32(w + i);
-            acc = edge_smlad(edge_sxtab16(off2, a), edge_sxtb16(b), acc);
-            acc = edge_smlad(edge_sxtab16_ror8(off2, a), edge_sxtb16_ror8(b), acc);
-        }
-        for (; i < n; i++) acc += (uint32_t)((s[i] - zp) * w[i]);
+/* One batch row's projections [n_filter] into the filters' last slots (filter f's at slot + f * step bytes): four
+ * filters sharing each input word (edge_dot4_s8, the input zero point added by SXTAB16; the n_input % 4 tail in C),
+ * the last 1-3 filters two at a time (edge_dot2_s8). */
+SVDF_NOINLINE static void svdf_project(const svdf_data_t *d, const int8_t *x, const int8_t *w, uint8_t *slot,
+                                       int32_t step, int state16) {
+    const int32_t n = d->n_input, n4 = n & ~3, off = -d->x_zp, n_filter = d->n_filter;
+    int32_t f = 0, j, k;
+    for (; f + 4 <= n_filter; f += 4, w += 4 * n, slot += 4 * step) {
+        uint32_t p[4];
+        p[0] = p[1] = p[2] = p[3] = 0;
+        svdf_dot4(x, n4, off, w, n, p);
+        for (k = n4; k < n; k++)
+            for (j = 0; j < 4; j++) p[j] += (uint32_t)((x[k] + off) * w[j * n + k]);
+        svdf_store(d, p[0], slot, state16);
+        svdf_store(d, p[1], slot + step, state16);
+        svdf_store(d, p[2], slot + 2 * step, state16);
+        svdf_store(d, p[3], slot + 3 * step, state16);
     }
-    return acc;
+    for (; f < n_filter; f += 2, w += 2 * n, slot += 2 * step) {
+        const int32_t two = f + 1 < n_filter;
+        uint32_t p[2];
+        svdf_dot2(x, w, two ? w + n : w, n, off, p);
+        svdf_store(d, p[0], slot, state16);
+        if (two) svdf_store(d, p[1], slot + step, state16);
+    }
 }
 
-/* Integer SVDF on DSP cores: the state shifted by words; every filter's projection first, two filters sharing each
- * input word (edge_dot2_s8, the input zero point added by SXTAB16), into the state's last slots; then per unit the
- * time dot products of its rank filters, requantized (multiplier 2). keyword_scrambled_8bit's SVDFs: 9.5
+/* One batch row's outputs [n_unit]: per unit its bias plus sum (s - zp) * w over its rank filters' memories -- one
+ * run of rank x M contiguous values of the state and of weights_time (a unit's filters are consecutive rows) --
+ * requantized (multiplier 2), clamped to int8. int8 state: SXTAB16 (s - zp in both int16 halves: |s - zp| <= 255),
+ * SXTB16, SMLAD, 4 values per 12 instructions with the loop; int16 state with zero point 0 (TFLM's): SMLAD on words,
+ * 4 values per 10; an int16 state with another zero point: the portable loop. */
+SVDF_NOINLINE static void svdf_outputs(const svdf_data_t *d, const uint8_t *mem, const uint8_t *tw, const int32_t *bias,
+                                       int8_t *y, int state16) {
+    const int32_t L = d->rank * d->n_memory, L4 = L & ~3, zp = d->state_zp, n_unit = d->n_unit, out_zp = d->out_zp;
+    const uint32_t off2 = (uint32_t)(uint16_t)-zp * 0x10001u;
+    int32_t u, i;
+    for (u = 0; u < n_unit; u++) {
+        uint32_t acc = bias ? (uint32_t)bias[u] : 0u;
+        if (state16) {
+            const int16_t *s = (const int16_t *)(const void *)mem, *w = (const int16_t *)(const void *)tw;
+            if (zp) {
+                acc += dot_s16(s, w, L, (uint32_t)zp);
+            } else {
+                for (i = 0; i < L4; i += 4, s += 4, w += 4) {
+                    acc = edge_smlad(edge_get32(s), edge_get32(w), acc);
+                    acc = edge_smlad(edge_get32(s + 2), edge_get32(w + 2), acc);
+                }
+                for (; i < L; i++) acc += (uint32_t)(*s++ * *w++);
+            }
+            mem += 2 * L;
+            tw += 2 * L;
+        } else {
+            const int8_t *s = (const int8_t *)mem, *w = (const int8_t *)tw;
+            for (i = 0; i < L4; i += 4, s += 4, w += 4) {
+                const uint32_t a = edge_get32(s), c = edge_get32(w);
+                acc = edge_smlad(edge_sxtab16(off2, a), edge_sxtb16(c), acc);
+                acc = edge_smlad(edge_sxtab16_ror8(off2, a), edge_sxtb16_ror8(c), acc);
+            }
+            for (; i < L; i++) acc += (uint32_t)((*s++ - zp) * *w++);
+            mem += L;
+            tw += L;
+        }
+        y[u] = (int8_t)(edge_clamp32(svdf_rq_apply(&d->rq[1], (int32_t)acc), -128 - out_zp, 127 - out_zp) + out_zp);
+    }
+}
+
+/* Integer SVDF on DSP cores: the state shifted by words; per batch row every filter's projection into the state's
+ * last slots (svdf_project), then the units' outputs (svdf_outputs). keyword_scrambled_8bit's SVDFs: 9.5
  * instructions per MAC with a filter at a time and memmove. */
-#if defined(__GNUC__)
-__attribute__((noinline))
-#endif
 static void svdf_int8_dsp(const svdf_data_t *d, const int8_t *x, const int8_t *wf, const uint8_t *wt,
                           const int32_t *bias, uint8_t *state, int8_t *y, int state16) {
-    const int32_t n_input = d->n_input, n_filter = d->n_filter, rank = d->rank;
     const int32_t size = state16 ? 2 : 1, step = d->n_memory * size; /* bytes of one filter's memory */
-    int32_t b, f, u, r;
-    shift_state_words(state, d->batch * n_filter * step, size);
-    for (b = 0; b < d->batch; b++, x += n_input, y += d->n_unit) {
-        uint8_t *slot = state + step - size; /* filter f's last slot: slot + f * step */
-        const uint8_t *mem = state, *tw = wt;
-        const int8_t *w = wf;
-        for (f = 0; f < n_filter; f += 2, w += 2 * n_input, slot += 2 * step) {
-            const int32_t two = f + 1 < n_filter;
-            uint32_t p[2];
-            svdf_dot2(x, w, two ? w + n_input : w, n_input, -d->x_zp, p);
-            svdf_store(d, p[0], slot, state16);
-            if (two) svdf_store(d, p[1], slot + step, state16);
-        }
-        for (u = 0; u < d->n_unit; u++) {
-            uint32_t acc = bias ? (uint32_t)bias[u] : 0u;
-            int64_t out;
-            for (r = 0; r < rank; r++, mem += step, tw += step)
-                acc += time_dot(mem, tw, d->n_memory, d->state_zp, state16);
-            out = d->rq2_ok ? edge_rq_apply(&d->rq2, (int32_t)acc, d->out_zp)
-                            : (int64_t)edge_mbqm(edge_wrap32(acc), d->m2, d->s2) + d->out_zp;
-            y[u] = (int8_t)(out < -128 ? -128 : (out > 127 ? 127 : out));
-        }
-        state += n_filter * step;
+    int32_t b;
+    shift_state_words(state, d->batch * d->n_filter * step, size);
+    for (b = 0; b < d->batch; b++, x += d->n_input, y += d->n_unit, state += d->n_filter * step) {
+        svdf_project(d, x, wf, state + step - size, step, state16);
+        svdf_outputs(d, state, wt, bias, y, state16);
     }
 }
 #endif
