@@ -228,7 +228,14 @@ def recurrent_dense_model(name: str) -> bytes:
 
 @family("recurrent: SVDF and small dense")
 def recurrent_dense() -> list[Path]:
-    return [cached(name, recurrent_dense, lambda name=name: recurrent_dense_model(name)) for name in RECURRENT_DENSE]
+    # the cache key covers this function's source only: the name carries a digest of the model's row and of the
+    # builder class, so that an edit of either builds a new file
+    import hashlib
+    import inspect
+
+    code = inspect.getsource(_QuantNet) + inspect.getsource(recurrent_dense_model)
+    return [cached(f"{name}_{hashlib.sha256((code + repr(spec)).encode()).hexdigest()[:6]}", recurrent_dense,
+                   lambda name=name: recurrent_dense_model(name)) for name, spec in RECURRENT_DENSE.items()]
 
 
 if __name__ == "__main__":
