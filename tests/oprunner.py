@@ -416,13 +416,15 @@ def flex_options(options: dict) -> bytes:
 
 # ------------------------------------------------------------------------- what firmware_c/tools/image_main.c does
 
-def image_main_inputs(interp) -> list[np.ndarray]:
+def image_main_inputs(interp, every_round: bool = False) -> list:
     """The inputs tools/image_main.c writes before its second (reported) invoke: bytes from its LCG (seed 12345,
-    top byte of each step), two rounds, input by input."""
+    top byte of each step), two rounds, input by input. ``every_round``: both rounds' inputs, [first, second] (the
+    image invokes once per round: a stateful model's reported output follows both)."""
     seed = 12345
-    feeds = []
+    feeds, rounds = [], []
     for _round in range(2):
         feeds = []
+        rounds.append(feeds)
         for d in interp.get_input_details():
             n = int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize
             out = bytearray(n)
@@ -430,7 +432,7 @@ def image_main_inputs(interp) -> list[np.ndarray]:
                 seed = (seed * 1664525 + 1013904223) & 0xFFFFFFFF
                 out[k] = seed >> 24
             feeds.append(np.frombuffer(bytes(out), d["dtype"]).reshape(d["shape"]))
-    return feeds
+    return rounds if every_round else feeds
 
 
 def image_main_hash(data: bytes) -> int:

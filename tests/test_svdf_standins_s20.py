@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import needs_c_runtime
-from tests.oprunner import image_main_hash, m4_image, m4_image_reports
+from tests.oprunner import image_main_hash, image_main_inputs, m4_image, m4_image_reports
 from tests.peers import TFLM_ARENA
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,24 +130,12 @@ def test_m4_paths_emulated_equal_portable_and_tflm(backend, dsp_runner, name, tm
 
 
 def _image_rounds(model: bytes) -> list[list[np.ndarray]]:
-    """Both input rounds tools/image_main.c writes (its LCG, seed 12345, top byte of each step, input by input):
-    the image invokes once per round, so a stateful model's reported output follows two invokes."""
+    """Both input rounds tools/image_main.c writes (it invokes once per round)."""
     from edge_sdk import Interpreter
 
     py = Interpreter(model_content=model)
     py.allocate_tensors()
-    seed, rounds = 12345, []
-    for _round in range(2):
-        feeds = []
-        for d in py.get_input_details():
-            n = int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize
-            out = bytearray(n)
-            for k in range(n):
-                seed = (seed * 1664525 + 1013904223) & 0xFFFFFFFF
-                out[k] = seed >> 24
-            feeds.append(np.frombuffer(bytes(out), d["dtype"]).reshape(d["shape"]))
-        rounds.append(feeds)
-    return rounds
+    return image_main_inputs(py, every_round=True)
 
 
 @pytest.mark.slow
