@@ -129,6 +129,45 @@ def test_m4_paths_emulated_equal_portable_and_tflm(backend, dsp_runner, name, tm
     np.testing.assert_array_equal(got, want, err_msg=name)
 
 
+# (state type, batch, n_input, n_filter, n_memory, rank, state scale, state zero point, output scale): the DSP path's
+# other branches -- n_input % 4 (the projections' tail), n_filter % 4 (the two-filter pass), rank x M % 4 (the time
+# run's tail), batches, an int16 state zero point (the portable time loop), a first ratio above 1 (svdf_rq's left
+# shift) and of 1/2 .. 1 (its right shift 1), a second ratio above 1/4
+ODD_SVDF = [("INT16", 2, 13, 6, 5, 2, 0.004, 0, 0.2), ("INT8", 2, 13, 6, 5, 2, 0.3, 7, 0.5),
+            ("INT8", 1, 7, 9, 3, 1, 0.3, -20, 0.5), ("INT16", 3, 5, 2, 1, 1, 0.004, 0, 0.2),
+            ("INT16", 2, 16, 12, 8, 3, 0.004, 5, 0.2), ("INT16", 1, 16, 8, 4, 1, 0.0001, 0, 0.2),
+            ("INT16", 1, 12, 8, 8, 2, 0.0015, 0, 50.0), ("INT8", 1, 12, 8, 4, 1, 0.3, 3, 0.0004)]
+
+
+@pytest.mark.parametrize("case", ODD_SVDF, ids=[f"{c[0]}-b{c[1]}-i{c[2]}-f{c[3]}-m{c[4]}-r{c[5]}" for c in ODD_SVDF])
+def test_svdf_m4_path_on_odd_shapes_and_ratios_equals_tflm(dsp_runner, case, tmp_path):  # noqa: F811
+    """The SVDF DSP path (emulated) over three invokes == TFLM's, on shapes and scale ratios the stand-ins do not
+    have (tests/test_ops_sequence.py's single-op SVDF, its state and output quantization varied)."""
+    import dataclasses
+
+    from tests.oprunner import op_model
+    from tests.test_ops_sequence import _svdf_specs
+
+    state_type, batch, n_input, n_filter, n_memory, rank, s_scale, s_zp, y_scale = case
+    rng = np.random.default_rng(n_input * 100 + n_filter)
+    ins, outs = _svdf_specs(rng, state_type, batch=batch, n_input=n_input, n_filter=n_filter, n_memory=n_memory,
+                            rank=rank)
+    ins[4] = dataclasses.replace(ins[4], scale=s_scale, zero_point=s_zp)
+    ins[3] = dataclasses.replace(ins[3], scale=float(np.float32(s_scale) * np.float32(ins[2].scale)))
+    outs[0] = dataclasses.replace(outs[0], scale=y_scale)
+    model = op_model("SVDF", ins, outs, options={"rank": rank, "fused_activation_function": "NONE"})
+    feed = rng.integers(-128, 128, ins[0].shape, dtype=np.int8)
+    (tmp_path / "m.tflite").write_bytes(model)
+    (tmp_path / "in.bin").write_bytes(feed.tobytes())
+    want = _tflm(model, [[feed]] * 3)[-1]
+    assert len(np.unique(want)) > 1, f"{case}: a constant output tests little"
+    proc = subprocess.run([str(dsp_runner), str(tmp_path / "m.tflite"), str(tmp_path / "in.bin"),
+                           str(tmp_path / "out.bin"), "--invocations", "3"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = np.frombuffer((tmp_path / "out.bin").read_bytes(), np.int8)[:want.size].reshape(want.shape)
+    np.testing.assert_array_equal(got, want, err_msg=str(case))
+
+
 def _image_rounds(model: bytes) -> list[list[np.ndarray]]:
     """Both input rounds tools/image_main.c writes (it invokes once per round)."""
     from edge_sdk import Interpreter
