@@ -168,6 +168,37 @@ def test_svdf_m4_path_on_odd_shapes_and_ratios_equals_tflm(dsp_runner, case, tmp
     np.testing.assert_array_equal(got, want, err_msg=str(case))
 
 
+# (batch, depth, units, per-channel weights, bias, activation): fully_connected.c's M4 paths the stand-ins and
+# tests/test_c_kernels_fc_dsp.py leave out -- fc_groups without a bias, with a last group of 1-3 units after it and
+# several batch rows; the depth < 8 loop per tensor and per channel, with and without a bias
+ODD_FC = [(2, 16, 9, False, False, "RELU"), (3, 8, 6, False, True, "NONE"), (2, 5, 7, False, True, "RELU6"),
+          (1, 1, 16, True, True, "NONE"), (2, 7, 3, True, False, "NONE")]
+
+
+@pytest.mark.parametrize("case", ODD_FC, ids=[f"b{c[0]}-d{c[1]}-u{c[2]}-pc{int(c[3])}-bias{int(c[4])}" for c in ODD_FC])
+def test_fc_m4_paths_on_small_layers_equal_tflm(dsp_runner, case, tmp_path):  # noqa: F811
+    """FULLY_CONNECTED's DSP build (emulated) == TFLM on small layers."""
+    from tests.oprunner import T, op_model
+    from tests.test_c_kernels_fc_dsp import _b, _w
+
+    batch, depth, units, per_channel, bias, act = case
+    rng = np.random.default_rng(depth * 100 + units)
+    ins = [T((batch, depth), "INT8", 0.05, -7), _w(rng, (units, depth), units, per_channel, 0),
+           _b(rng, units, bias, 3000, 0.05 * 0.011)]
+    model = op_model("FULLY_CONNECTED", ins, [T((batch, units), "INT8", 0.02 * max(1, depth // 4), 3)],
+                     options={"fused_activation_function": act})
+    feed = rng.integers(-128, 128, (batch, depth), dtype=np.int8)
+    (tmp_path / "m.tflite").write_bytes(model)
+    (tmp_path / "in.bin").write_bytes(feed.tobytes())
+    want = _tflm(model, [[feed]])[-1]
+    assert len(np.unique(want)) > 1, f"{case}: a constant output tests little"
+    proc = subprocess.run([str(dsp_runner), str(tmp_path / "m.tflite"), str(tmp_path / "in.bin"),
+                           str(tmp_path / "out.bin")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = np.frombuffer((tmp_path / "out.bin").read_bytes(), np.int8)[:want.size].reshape(want.shape)
+    np.testing.assert_array_equal(got, want, err_msg=str(case))
+
+
 def _image_rounds(model: bytes) -> list[list[np.ndarray]]:
     """Both input rounds tools/image_main.c writes (it invokes once per round)."""
     from edge_sdk import Interpreter
