@@ -389,9 +389,9 @@ static void fc_int8_short(const fc_data_t *d, const int8_t *x, const int8_t *wt,
  * runs such units one at a time. */
 #if EDGE_DSP
 /* The int8 fast path's common case on DSP cores (per-tensor multiplier, depth % 4 == 0): n_groups groups of four
- * units from yb[0], each edge_dot4_s8's four sums from the bias straight to int8 in one loop; at -Os (the
- * firmware's) the asm is inlined: no call per group, the loop's values spilled around its 13 registers instead
- * (mlp_8_32_32_4's FULLY_CONNECTEDs 4,880 -> 4,360 instructions on the M4). */
+ * units from yb[0], each group's four sums (fc_slots) from the bias straight to int8 in one loop that keeps the
+ * layer's parameters in registers, without fc_int8_fast's row bookkeeping per group (mlp_8_32_32_4's
+ * FULLY_CONNECTEDs 4,880 -> 4,400 instructions on the M4). */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
@@ -412,11 +412,7 @@ static void fc_groups(const fc_data_t *d, const int8_t *xb, const int8_t *w, con
         } else {
             s[0] = s[1] = s[2] = s[3] = 0;
         }
-#if defined(__OPTIMIZE_SIZE__) || !EDGE_DSP_ASM
-        edge_dot4_s8(xb, depth, off, w, w + 2 * depth, depth, s);
-#else /* -O2 / -O3 find no 13 registers for the asm inside this loop ("impossible constraints"): the call */
-        fc_slots(xb, depth, off, w, w + 2 * depth, depth, s);
-#endif
+        fc_slots(xb, depth, off, w, w + 2 * depth, depth, s); /* a call: inlined here, -O2 finds no 13 registers */
         yb[0] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)s[0], zp), lo, hi);
         yb[1] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)s[1], zp), lo, hi);
         yb[2] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)s[2], zp), lo, hi);
