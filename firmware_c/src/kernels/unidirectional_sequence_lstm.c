@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_conv.h"
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint_act.h"
 #include "../edge_float.h"
@@ -54,7 +55,20 @@ typedef struct {
     uint8_t time_major, is_float, wide, cell_sigmoid;
     /* float */
     float cell_clip;
+#if EDGE_DSP
+    /* int8 on DSP cores (eval_int8_dsp): the zero points folded into effective biases at prepare, as CMSIS-NN's
+     * kernel sums: fold[4u + g] = bias_g[u] - x_zp * sum_k wi_g[u][k] and fold[4S + 4u + g] = -h_zp * sum_k
+     * wr_g[u][k] (wrapping int32, as the accumulators; only with h_zp != 0), 4 or 8 * S int32 persistent; the
+     * scratch holds the row's widened vectors. NULL: the general loops below */
+    int32_t *fold;
+    edge_conv_rqw_t in_q[4], rec_q[4], fc_q, ig_q, h_q; /* the gate, cell and hidden requantizations */
+    int32_t tanh_in_mul, tanh_in_shift; /* tanh(c)'s input in int32: (c * mul + round) >> shift; mul 0: int64 */
+#endif
 } lstm_data_t;
+
+#if EDGE_DSP
+static edge_status_t prepare_int8_dsp(lstm_data_t *d, edge_node_t *node, edge_ctx_t *ctx);
+#endif
 
 /* x >> s rounding toward minus infinity, for any sign. */
 static int64_t floor_shift(int64_t x, int32_t s) { return x >= 0 ? x >> s : ~((~x) >> s); }
@@ -302,11 +316,61 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     d->x_zp = x->zero_point;
     d->h_zp = h->zero_point;
     d->scratch = -1;
+#if EDGE_DSP
+    if (!d->wide && (s = prepare_int8_dsp(d, node, ctx)) != EDGE_OK) return s;
+    if (d->fold) return EDGE_OK; /* eval_int8_dsp: no centred vectors */
+#endif
     if (!d->wide && d->x_zp >= -128 && d->x_zp <= 127 && d->h_zp >= -128 && d->h_zp <= 127 &&
         (s = edge_request_scratch(ctx, node, sizeof(int16_t) * ((size_t)n_input + (size_t)S), &d->scratch)) != EDGE_OK)
         return s;
     return EDGE_OK;
 }
+
+#if EDGE_DSP
+/* The DSP path's prepare-time work: effective biases (the zero points folded in, CMSIS-NN's kernel sums) and the
+ * requantizations in edge_conv_rqw_t's form. Leaves d->fold NULL (the general loops run) when a multiplier is
+ * outside edge_conv_rqw's range. */
+static edge_status_t prepare_int8_dsp(lstm_data_t *d, edge_node_t *node, edge_ctx_t *ctx) {
+    const int32_t S = d->n_state, I = d->n_input;
+    int32_t g, u, k, *fold;
+    int ok = 1;
+    d->fold = NULL;
+    for (g = 0; g < 4; g++)
+        ok &= edge_conv_rqw_make(&d->in_q[g], d->in_m[g], d->in_s[g]) == 0 &&
+              edge_conv_rqw_make(&d->rec_q[g], d->rec_m[g], d->rec_s[g]) == 0;
+    ok &= edge_conv_rqw_make(&d->fc_q, d->fc_m, d->fc_s) == 0 && edge_conv_rqw_make(&d->ig_q, d->ig_m, d->ig_s) == 0 &&
+          edge_conv_rqw_make(&d->h_q, d->h_m, d->h_s) == 0;
+    if (!ok) return EDGE_OK;
+    /* tanh(c) input: scale_input(c, tanh_mult, tanh_shift) in int32 while |c| * 3 * 2^shift < 2^31 (c int16) */
+    d->tanh_in_mul = 0;
+    if (d->tanh_mult == 0 && d->tanh_shift <= 14) {
+        d->tanh_in_mul = 3 << d->tanh_shift;
+        d->tanh_in_shift = 0;
+    } else if (d->tanh_mult == 3 && d->tanh_shift <= 30) {
+        d->tanh_in_mul = 3;
+        d->tanh_in_shift = d->tanh_shift;
+    }
+    fold = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (d->h_zp ? 8 : 4) * (size_t)S);
+    if (!fold) return EDGE_ARENA_TOO_SMALL;
+    for (g = 0; g < 4; g++) {
+        const int8_t *wi = (const int8_t *)edge_in(ctx, node, in_w[g])->data;
+        const int8_t *wr = (const int8_t *)edge_in(ctx, node, rec_w[g])->data;
+        const uint8_t *bi = (const uint8_t *)edge_in(ctx, node, bias_in[g])->data;
+        for (u = 0; u < S; u++) {
+            uint32_t si = 0, sr = 0;
+            int32_t bv;
+            for (k = 0; k < I; k++) si += (uint32_t)(int32_t)wi[(int64_t)u * I + k];
+            for (k = 0; k < S; k++) sr += (uint32_t)(int32_t)wr[(int64_t)u * S + k];
+            memcpy(&bv, bi + 4 * (int64_t)u, 4);
+            fold[4 * u + g] = edge_wrap32((uint32_t)bv - (uint32_t)d->x_zp * si);
+            if (d->h_zp) fold[4 * S + 4 * u + g] = edge_wrap32(0u - (uint32_t)d->h_zp * sr);
+        }
+    }
+    d->fold = fold;
+    /* the row's input and hidden state widened (edge_widen4_s8), their multiple-of-4 parts: I4 + S4 int16 */
+    return edge_request_scratch(ctx, node, sizeof(int16_t) * ((size_t)(I & ~3) + (size_t)(S & ~3)), &d->scratch);
+}
+#endif
 
 static void lstm_float(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t S = d->n_state, I = d->n_input;
@@ -361,6 +425,132 @@ static uint32_t dot_narrow(const int8_t *v, int32_t zp, const int8_t *w, int32_t
     return s;
 }
 
+#if EDGE_DSP
+static inline int32_t sat16(int32_t v) {
+#if EDGE_DSP_ASM
+    __asm__("ssat %0, #16, %1" : "=r"(v) : "r"(v));
+    return v;
+#else
+    return v < -32768 ? -32768 : (v > 32767 ? 32767 : v);
+#endif
+}
+
+/* The last (n mod 4) columns of edge_dot4_s8's four rows: s[r] += x * wr. */
+static inline void dot4_tail(int32_t x, int32_t w0, int32_t w1, int32_t w2, int32_t w3, uint32_t s[4]) {
+    s[0] += (uint32_t)(x * w0);
+    s[1] += (uint32_t)(x * w1);
+    s[2] += (uint32_t)(x * w2);
+    s[3] += (uint32_t)(x * w3);
+}
+
+/* logistic16(gate, 0, 0) in int32 for an int16 gate: the input scaled by 3 (|x| <= 98304, so x >> 9 <= 192 stays
+ * inside the table), TFLM's interpolation; every intermediate fits int32 (res < 2^26). */
+static inline int32_t sigmoid_gate(int32_t gate) {
+    const int32_t x = 3 * gate, a = x < 0 ? -x : x, uh = a >> 9;
+    const int32_t ua = ea_sigmoid_table(uh), ub = ea_sigmoid_table(uh + 1);
+    int32_t res = (ua << 9) + (a & 0x1FF) * (ub - ua);
+    res = x >= 0 ? res + (1 << 9) : (1 << 25) - res + (1 << 9) - 1;
+    return (int32_t)(int16_t)(res >> 10); /* ea_wrap16 */
+}
+
+/* ea_tanh16_lookup of an int32 scaled input x (|x| < 2^31 - 2^24: res stays in int32). */
+static inline int32_t tanh_scaled(int32_t x) {
+    const int32_t a = x < 0 ? -x : x, uh = a >> 8;
+    int32_t res;
+    if (uh < 255) {
+        const int32_t ua = ea_sigmoid_table(uh), ub = ea_sigmoid_table(uh + 1);
+        res = (ua << 8) + (a & 0xFF) * (ub - ua);
+    } else {
+        res = 0xFFFF << 8;
+    }
+    res = x >= 0 ? res - (1 << 23) + (1 << 7) : -res + (1 << 23) + (1 << 7) - 1;
+    return (int32_t)(int16_t)(res >> 8);
+}
+
+/* The int8 LSTM on DSP cores (d->fold set): per row (t, b), each unit's four gates from one pass over the input
+ * (edge_dot4_s8: four gate rows, no zero point per element: it is in the effective biases) and one over the hidden
+ * state -- skipped while the hidden state holds its zero point everywhere (an invoke's first step from a reset
+ * state: every recurrent sum is then exactly 0) -- then the arithmetic of the general loops in int32 (sigmoid and
+ * tanh inputs are int16 gates; requantizations through edge_conv_rqw). Bit-exact with the general loops. */
+#if defined(__GNUC__)
+/* every helper inlined into the loops: the firmware is built -Os, which kept the dot products, requantizations and
+ * table lookups as calls (~500 instructions per unit around the products; see the commit) */
+__attribute__((flatten, noinline))
+#endif
+static void eval_int8_dsp(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
+    const int32_t S = d->n_state, I = d->n_input, h_zp = d->h_zp, clip = d->clip_q;
+    const int8_t *wi[4], *wr[4];
+    const int8_t *xs = (const int8_t *)edge_in(ctx, node, 0)->data;
+    int8_t *hs = (int8_t *)edge_in(ctx, node, 18)->data, *ys = (int8_t *)edge_out(ctx, node, 0)->data;
+    int16_t *cs = (int16_t *)edge_in(ctx, node, 19)->data;
+    int16_t *xw = (int16_t *)edge_scratch(ctx, node, d->scratch), *hw = xw + (I & ~3);
+    const int32_t I4 = I & ~3, S4 = S & ~3;
+    int32_t t, b, g, u, k;
+    for (g = 0; g < 4; g++) {
+        wi[g] = (const int8_t *)edge_in(ctx, node, in_w[g])->data;
+        wr[g] = (const int8_t *)edge_in(ctx, node, rec_w[g])->data;
+    }
+    for (t = 0; t < d->steps; t++)
+        for (b = 0; b < d->batch; b++) {
+            const int64_t row = d->time_major ? (int64_t)t * d->batch + b : (int64_t)b * d->steps + t;
+            const int8_t *xr = xs + row * I, *h = hs + (int64_t)b * S;
+            const int32_t *fx = d->fold, *fh = h_zp ? d->fold + 4 * S : NULL;
+            const int8_t *pi0 = wi[0], *pi1 = wi[1], *pi2 = wi[2], *pi3 = wi[3];
+            const int8_t *pr0 = wr[0], *pr1 = wr[1], *pr2 = wr[2], *pr3 = wr[3];
+            int16_t *c = cs + (int64_t)b * S;
+            int8_t *y = ys + row * S;
+            int idle = 1; /* the hidden state is all h_zp */
+            for (k = 0; k < S && idle; k++) idle = h[k] == h_zp;
+            edge_widen4_s8(xr, xw, I4);
+            if (!idle) edge_widen4_s8(h, hw, S4);
+            for (u = 0; u < S; u++) {
+                uint32_t sx[4], sh[4];
+                int32_t gate[4], ig, fg, cg, og, cv, hv, tx;
+                memcpy(sx, fx + 4 * u, sizeof sx);
+                edge_dot4_s8(xw, pi0, pi1, pi2, pi3, I4, sx);
+                for (k = I4; k < I; k++) dot4_tail(xr[k], pi0[k], pi1[k], pi2[k], pi3[k], sx);
+                pi0 += I;
+                pi1 += I;
+                pi2 += I;
+                pi3 += I;
+                if (!idle) {
+                    if (fh) memcpy(sh, fh + 4 * u, sizeof sh);
+                    else sh[0] = sh[1] = sh[2] = sh[3] = 0;
+                    edge_dot4_s8(hw, pr0, pr1, pr2, pr3, S4, sh);
+                    for (k = S4; k < S; k++) dot4_tail(h[k], pr0[k], pr1[k], pr2[k], pr3[k], sh);
+                    for (g = 0; g < 4; g++)
+                        gate[g] = sat16(sat16(edge_conv_rqw_apply(&d->in_q[g], (int32_t)sx[g], 0)) +
+                                        sat16(edge_conv_rqw_apply(&d->rec_q[g], (int32_t)sh[g], 0)));
+                } else {
+                    for (g = 0; g < 4; g++) gate[g] = sat16(edge_conv_rqw_apply(&d->in_q[g], (int32_t)sx[g], 0));
+                }
+                pr0 += S;
+                pr1 += S;
+                pr2 += S;
+                pr3 += S;
+                ig = sigmoid_gate(gate[0]);
+                fg = sigmoid_gate(gate[1]);
+                cg = d->cell_sigmoid ? sigmoid_gate(gate[2]) : tanh_scaled(3 * gate[2]);
+                og = sigmoid_gate(gate[3]);
+                cv = sat16(edge_conv_rqw_apply(&d->fc_q, fg * (int32_t)c[u], 0));
+                cv = sat16(cv + sat16(edge_conv_rqw_apply(&d->ig_q, ig * cg, 0)));
+                if (clip > 0) cv = cv < -clip ? -clip : (cv > clip ? clip : cv);
+                c[u] = (int16_t)cv;
+                if (d->tanh_in_mul) {
+                    const int32_t sh_ = d->tanh_in_shift;
+                    tx = tanh_scaled((cv * d->tanh_in_mul + (sh_ > 0 ? 1 << (sh_ - 1) : 0)) >> sh_);
+                } else {
+                    tx = tanh16(cv, d->tanh_mult, d->tanh_shift);
+                }
+                hv = edge_conv_rqw_apply(&d->h_q, tx * og, h_zp);
+                y[u] = (int8_t)(hv < -128 ? -128 : (hv > 127 ? 127 : hv));
+            }
+            /* the row's new hidden values become the hidden state */
+            memcpy(hs + (int64_t)b * S, y, (size_t)S);
+        }
+}
+#endif
+
 void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t *ctx) {
     const lstm_data_t *d = (const lstm_data_t *)node->user_data;
     const int32_t S = d->n_state, I = d->n_input;
@@ -385,6 +575,12 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
         eval_layer_norm_int8(d, node, ctx);
         return;
     }
+#if EDGE_DSP
+    if (d->fold) {
+        eval_int8_dsp(d, node, ctx);
+        return;
+    }
+#endif
     for (g = 0; g < 4; g++) {
         wi[g] = (const int8_t *)edge_in(ctx, node, in_w[g])->data;
         wr[g] = (const int8_t *)edge_in(ctx, node, rec_w[g])->data;
