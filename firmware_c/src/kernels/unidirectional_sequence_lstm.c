@@ -62,7 +62,8 @@ typedef struct {
      * scratch holds the row's widened vectors. NULL: the general loops below */
     int32_t *fold;
     edge_conv_rqw_t in_q[4], rec_q[4], fc_q, ig_q, h_q; /* the gate, cell and hidden requantizations */
-    int32_t tanh_in_mul, tanh_in_shift; /* tanh(c)'s input in int32: (c * mul + round) >> shift; mul 0: int64 */
+    int32_t tanh_in_mul, tanh_in_rnd, tanh_in_shift; /* tanh(c)'s input in int32: (c * mul + rnd) >> shift;
+                                                       * mul 0: tanh16's int64 */
 #endif
 } lstm_data_t;
 
@@ -345,10 +346,11 @@ static edge_status_t prepare_int8_dsp(lstm_data_t *d, edge_node_t *node, edge_ct
     d->tanh_in_mul = 0;
     if (d->tanh_mult == 0 && d->tanh_shift <= 14) {
         d->tanh_in_mul = 3 << d->tanh_shift;
-        d->tanh_in_shift = 0;
+        d->tanh_in_rnd = d->tanh_in_shift = 0;
     } else if (d->tanh_mult == 3 && d->tanh_shift <= 30) {
         d->tanh_in_mul = 3;
         d->tanh_in_shift = d->tanh_shift;
+        d->tanh_in_rnd = d->tanh_shift > 0 ? 1 << (d->tanh_shift - 1) : 0;
     }
     fold = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (d->h_zp ? 8 : 4) * (size_t)S);
     if (!fold) return EDGE_ARENA_TOO_SMALL;
@@ -367,8 +369,10 @@ static edge_status_t prepare_int8_dsp(lstm_data_t *d, edge_node_t *node, edge_ct
         }
     }
     d->fold = fold;
-    /* the row's input and hidden state widened (edge_widen4_s8), their multiple-of-4 parts: I4 + S4 int16 */
-    return edge_request_scratch(ctx, node, sizeof(int16_t) * ((size_t)(I & ~3) + (size_t)(S & ~3)), &d->scratch);
+    /* two steps' inputs widened together, the hidden state widened (their multiple-of-4 parts: 2 * I4 + S4 int16),
+     * two steps' input parts of the gates (8 * S int16): eval_int8_dsp */
+    return edge_request_scratch(ctx, node, sizeof(int16_t) * (2 * (size_t)(I & ~3) + (size_t)(S & ~3) + 8 * (size_t)S),
+                                &d->scratch);
 }
 #endif
 
@@ -467,86 +471,120 @@ static inline int32_t tanh_scaled(int32_t x) {
     return (int32_t)(int16_t)(res >> 8);
 }
 
-/* The int8 LSTM on DSP cores (d->fold set): per row (t, b), each unit's four gates from one pass over the input
- * (edge_dot4_s8: four gate rows, no zero point per element: it is in the effective biases) and one over the hidden
- * state -- skipped while the hidden state holds its zero point everywhere (an invoke's first step from a reset
- * state: every recurrent sum is then exactly 0) -- then the arithmetic of the general loops in int32 (sigmoid and
- * tanh inputs are int16 gates; requantizations through edge_conv_rqw). Bit-exact with the general loops. */
-#if defined(__GNUC__)
-/* every helper inlined into the loops: the firmware is built -Os, which kept the dot products, requantizations and
- * table lookups as calls (~500 instructions per unit around the products; see the commit) */
-__attribute__((flatten, noinline))
+/* The int8 LSTM on DSP cores (d->fold set). Batch rows are independent: per batch row, the steps in pairs. First
+ * the input part of the four gates of both steps, every unit (edge_dot2x2_s8: each weight word widened once for the
+ * two steps; no zero point per element: it is in the effective biases), requantized and saturated to int16 in
+ * scratch; then the recurrence step by step: each unit's four recurrent rows in one pass over the widened hidden
+ * state (edge_dot4_s8) -- skipped while the hidden state holds its zero point everywhere (an invoke's first step
+ * from a reset state: every recurrent sum is then exactly 0) -- and the arithmetic of the general loops in int32
+ * (requantizations through edge_conv_rqw, sigmoid and tanh inputs int16). Bit-exact with the general loops. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* every helper inlined into the loops, the function optimized for speed: the firmware is built -Os, which kept the
+ * dot products, requantizations and table lookups as calls (~500 instructions per unit around the products), and
+ * whose register allocation finds no 13 free registers for edge_dot4_s8's loop here */
+__attribute__((flatten, noinline, optimize("O2")))
 #endif
 static void eval_int8_dsp(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
-    const int32_t S = d->n_state, I = d->n_input, h_zp = d->h_zp, clip = d->clip_q;
+    const int32_t S = d->n_state, I = d->n_input, T = d->steps, B = d->batch, h_zp = d->h_zp, clip = d->clip_q;
+    const int32_t I4 = I & ~3, S4 = S & ~3;
     const int8_t *wi[4], *wr[4];
     const int8_t *xs = (const int8_t *)edge_in(ctx, node, 0)->data;
     int8_t *hs = (int8_t *)edge_in(ctx, node, 18)->data, *ys = (int8_t *)edge_out(ctx, node, 0)->data;
     int16_t *cs = (int16_t *)edge_in(ctx, node, 19)->data;
-    int16_t *xw = (int16_t *)edge_scratch(ctx, node, d->scratch), *hw = xw + (I & ~3);
-    const int32_t I4 = I & ~3, S4 = S & ~3;
-    int32_t t, b, g, u, k;
+    /* scratch: two steps' inputs widened (2 * I4 int16), the hidden state widened (S4), two steps' input parts of
+     * the gates, gin[step][4u + g] (8 * S int16) */
+    int16_t *xw = (int16_t *)edge_scratch(ctx, node, d->scratch), *hw = xw + 2 * I4, *gin = hw + S4;
+    int32_t t0, b, g, u, k, j;
     for (g = 0; g < 4; g++) {
         wi[g] = (const int8_t *)edge_in(ctx, node, in_w[g])->data;
         wr[g] = (const int8_t *)edge_in(ctx, node, rec_w[g])->data;
     }
-    for (t = 0; t < d->steps; t++)
-        for (b = 0; b < d->batch; b++) {
-            const int64_t row = d->time_major ? (int64_t)t * d->batch + b : (int64_t)b * d->steps + t;
-            const int8_t *xr = xs + row * I, *h = hs + (int64_t)b * S;
-            const int32_t *fx = d->fold, *fh = h_zp ? d->fold + 4 * S : NULL;
-            const int8_t *pi0 = wi[0], *pi1 = wi[1], *pi2 = wi[2], *pi3 = wi[3];
-            const int8_t *pr0 = wr[0], *pr1 = wr[1], *pr2 = wr[2], *pr3 = wr[3];
-            int16_t *c = cs + (int64_t)b * S;
-            int8_t *y = ys + row * S;
-            int idle = 1; /* the hidden state is all h_zp */
-            for (k = 0; k < S && idle; k++) idle = h[k] == h_zp;
-            edge_widen4_s8(xr, xw, I4);
-            if (!idle) edge_widen4_s8(h, hw, S4);
-            for (u = 0; u < S; u++) {
-                uint32_t sx[4], sh[4];
-                int32_t gate[4], ig, fg, cg, og, cv, hv, tx;
-                memcpy(sx, fx + 4 * u, sizeof sx);
-                edge_dot4_s8(xw, pi0, pi1, pi2, pi3, I4, sx);
-                for (k = I4; k < I; k++) dot4_tail(xr[k], pi0[k], pi1[k], pi2[k], pi3[k], sx);
-                pi0 += I;
-                pi1 += I;
-                pi2 += I;
-                pi3 += I;
-                if (!idle) {
-                    if (fh) memcpy(sh, fh + 4 * u, sizeof sh);
-                    else sh[0] = sh[1] = sh[2] = sh[3] = 0;
-                    edge_dot4_s8(hw, pr0, pr1, pr2, pr3, S4, sh);
-                    for (k = S4; k < S; k++) dot4_tail(h[k], pr0[k], pr1[k], pr2[k], pr3[k], sh);
-                    for (g = 0; g < 4; g++)
-                        gate[g] = sat16(sat16(edge_conv_rqw_apply(&d->in_q[g], (int32_t)sx[g], 0)) +
-                                        sat16(edge_conv_rqw_apply(&d->rec_q[g], (int32_t)sh[g], 0)));
-                } else {
-                    for (g = 0; g < 4; g++) gate[g] = sat16(edge_conv_rqw_apply(&d->in_q[g], (int32_t)sx[g], 0));
+    for (b = 0; b < B; b++)
+        for (t0 = 0; t0 < T; t0 += 2) {
+            const int32_t nt = T - t0 < 2 ? 1 : 2;
+            const int8_t *xr[2];
+            for (j = 0; j < nt; j++)
+                xr[j] = xs + (d->time_major ? (int64_t)(t0 + j) * B + b : (int64_t)b * T + t0 + j) * I;
+            if (nt == 1) { /* a lone (last) step: the four gate rows of a unit in one pass over its input */
+                edge_widen4_s8(xr[0], xw, I4);
+                for (u = 0; u < S; u++) {
+                    uint32_t sx[4];
+                    memcpy(sx, d->fold + 4 * u, sizeof sx);
+                    edge_dot4_s8(xw, wi[0] + (int64_t)u * I, wi[1] + (int64_t)u * I, wi[2] + (int64_t)u * I,
+                                 wi[3] + (int64_t)u * I, I4, sx);
+                    for (k = I4; k < I; k++)
+                        dot4_tail(xr[0][k], wi[0][(int64_t)u * I + k], wi[1][(int64_t)u * I + k], wi[2][(int64_t)u * I + k],
+                                  wi[3][(int64_t)u * I + k], sx);
+                    for (g = 0; g < 4; g++) gin[4 * u + g] = (int16_t)sat16(edge_conv_rqw_apply(&d->in_q[g], (int32_t)sx[g], 0));
                 }
-                pr0 += S;
-                pr1 += S;
-                pr2 += S;
-                pr3 += S;
-                ig = sigmoid_gate(gate[0]);
-                fg = sigmoid_gate(gate[1]);
-                cg = d->cell_sigmoid ? sigmoid_gate(gate[2]) : tanh_scaled(3 * gate[2]);
-                og = sigmoid_gate(gate[3]);
-                cv = sat16(edge_conv_rqw_apply(&d->fc_q, fg * (int32_t)c[u], 0));
-                cv = sat16(cv + sat16(edge_conv_rqw_apply(&d->ig_q, ig * cg, 0)));
-                if (clip > 0) cv = cv < -clip ? -clip : (cv > clip ? clip : cv);
-                c[u] = (int16_t)cv;
-                if (d->tanh_in_mul) {
-                    const int32_t sh_ = d->tanh_in_shift;
-                    tx = tanh_scaled((cv * d->tanh_in_mul + (sh_ > 0 ? 1 << (sh_ - 1) : 0)) >> sh_);
-                } else {
-                    tx = tanh16(cv, d->tanh_mult, d->tanh_shift);
-                }
-                hv = edge_conv_rqw_apply(&d->h_q, tx * og, h_zp);
-                y[u] = (int8_t)(hv < -128 ? -128 : (hv > 127 ? 127 : hv));
+            } else {
+                edge_widen2_s8(xr[0], xr[1], xw, I4);
             }
-            /* the row's new hidden values become the hidden state */
-            memcpy(hs + (int64_t)b * S, y, (size_t)S);
+            for (u = 0; u < S && nt == 2; u++)
+                for (g = 0; g < 4; g += 2) { /* gates g and g + 1 of unit u, both steps */
+                    const int8_t *w0 = wi[g] + (int64_t)u * I, *w1 = wi[g + 1] + (int64_t)u * I;
+                    uint32_t sx[4];
+                    sx[0] = sx[2] = (uint32_t)d->fold[4 * u + g];
+                    sx[1] = sx[3] = (uint32_t)d->fold[4 * u + g + 1];
+                    edge_dot2x2_s8(xw, w0, w1, I4, sx);
+                    for (k = I4; k < I; k++) {
+                        sx[0] += (uint32_t)(xr[0][k] * w0[k]);
+                        sx[1] += (uint32_t)(xr[0][k] * w1[k]);
+                        sx[2] += (uint32_t)(xr[1][k] * w0[k]);
+                        sx[3] += (uint32_t)(xr[1][k] * w1[k]);
+                    }
+                    for (j = 0; j < 4; j++) /* (step j / 2, gate g + j % 2) */
+                        gin[4 * S * (j >> 1) + 4 * u + g + (j & 1)] =
+                            (int16_t)sat16(edge_conv_rqw_apply(&d->in_q[g + (j & 1)], (int32_t)sx[j], 0));
+                }
+            for (j = 0; j < nt; j++) {
+                const int32_t t = t0 + j;
+                const int64_t row = d->time_major ? (int64_t)t * B + b : (int64_t)b * T + t;
+                const int8_t *h = hs + (int64_t)b * S;
+                const int32_t *fh = h_zp ? d->fold + 4 * S : NULL;
+                const int16_t *ga = gin + 4 * S * j;
+                const int8_t *pr0 = wr[0], *pr1 = wr[1], *pr2 = wr[2], *pr3 = wr[3];
+                int16_t *c = cs + (int64_t)b * S;
+                int8_t *y = ys + row * S;
+                int idle = 1; /* the hidden state is all h_zp */
+                for (k = 0; k < S && idle; k++) idle = h[k] == h_zp;
+                if (!idle) edge_widen4_s8(h, hw, S4);
+                for (u = 0; u < S; u++) {
+                    int32_t gate[4], ig, fg, cg, og, cv, hv, tx;
+                    if (!idle) {
+                        uint32_t sh[4];
+                        if (fh) memcpy(sh, fh + 4 * u, sizeof sh);
+                        else sh[0] = sh[1] = sh[2] = sh[3] = 0;
+                        edge_dot4_s8(hw, pr0, pr1, pr2, pr3, S4, sh);
+                        for (k = S4; k < S; k++) dot4_tail(h[k], pr0[k], pr1[k], pr2[k], pr3[k], sh);
+                        for (g = 0; g < 4; g++)
+                            gate[g] = sat16(ga[4 * u + g] + sat16(edge_conv_rqw_apply(&d->rec_q[g], (int32_t)sh[g], 0)));
+                    } else {
+                        for (g = 0; g < 4; g++) gate[g] = ga[4 * u + g];
+                    }
+                    pr0 += S;
+                    pr1 += S;
+                    pr2 += S;
+                    pr3 += S;
+                    ig = sigmoid_gate(gate[0]);
+                    fg = sigmoid_gate(gate[1]);
+                    cg = d->cell_sigmoid ? sigmoid_gate(gate[2]) : tanh_scaled(3 * gate[2]);
+                    og = sigmoid_gate(gate[3]);
+                    cv = sat16(edge_conv_rqw_apply(&d->fc_q, fg * (int32_t)c[u], 0));
+                    cv = sat16(cv + sat16(edge_conv_rqw_apply(&d->ig_q, ig * cg, 0)));
+                    if (clip > 0) cv = cv < -clip ? -clip : (cv > clip ? clip : cv);
+                    c[u] = (int16_t)cv;
+                    if (d->tanh_in_mul) {
+                        tx = tanh_scaled((cv * d->tanh_in_mul + d->tanh_in_rnd) >> d->tanh_in_shift);
+                    } else {
+                        tx = tanh16(cv, d->tanh_mult, d->tanh_shift);
+                    }
+                    hv = edge_conv_rqw_apply(&d->h_q, tx * og, h_zp);
+                    y[u] = (int8_t)(hv < -128 ? -128 : (hv > 127 ? 127 : hv));
+                }
+                /* the row's new hidden values become the hidden state */
+                memcpy(hs + (int64_t)b * S, y, (size_t)S);
+            }
         }
 }
 #endif
