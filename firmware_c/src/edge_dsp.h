@@ -179,6 +179,15 @@ static inline void edge_widen4_s8(const int8_t *x, int16_t *out, int32_t n) {
     }
 }
 
+/* The asm loops below take 12-13 registers: inlined into a large function, gcc may find too few free ("impossible
+ * constraints", seen with -Os and flatten); out of line they always have them (a call per row group: ~10
+ * instructions). */
+#if EDGE_DSP_ASM
+#define EDGE_DOT_FN static __attribute__((noinline, unused))
+#else
+#define EDGE_DOT_FN static inline
+#endif
+
 /* Two int8 vectors x0[0..n), x1[0..n) (n a multiple of 4) widened together for edge_dot2x2_s8: per four values
  * x0's two halfword pairs (edge_widen4_s8's), then x1's; 4n int16 in all. */
 static inline void edge_widen2_s8(const int8_t *x0, const int8_t *x1, int16_t *out, int32_t n) {
@@ -195,12 +204,14 @@ static inline void edge_widen2_s8(const int8_t *x0, const int8_t *x1, int16_t *o
 /* Two int8 rows against two vectors (edge_widen2_s8's xw, n a multiple of 4), added onto s[0..3] (wrapping int32):
  * s[0] += w0 . x0, s[1] += w1 . x0, s[2] += w0 . x1, s[3] += w1 . x1; no offset (folded into s by the caller).
  * Each weight word is widened once for both vectors: per four values two LDRD of x, per row one LDR, two SXTB16
- * and four SMLAD: 17.5 instructions per 16 MACs with the loop's (unrolled twice). The int8 LSTM's input products of two time steps. */
-static inline void edge_dot2x2_s8(const int16_t *xw, const int8_t *w0, const int8_t *w1, int32_t n, uint32_t s[4]) {
+ * and four SMLAD: 17.5 instructions per 16 MACs with the loop's (unrolled twice). The int8 LSTM's input products of
+ * two time steps. */
+EDGE_DOT_FN void edge_dot2x2_s8(const int16_t *xw, const int8_t *w0, const int8_t *w1, int32_t n, uint32_t s[4]) {
     uint32_t a0 = s[0], b0 = s[1], a1 = s[2], b1 = s[3];
     const int16_t *const end = xw + 2 * n;
 #if EDGE_DSP_ASM
-    /* one block: 13 registers (x, two rows, four sums, six temporaries; the end on the stack, as edge_dot4_s8) */
+    /* one block: 13 registers (x, two rows, four sums, six temporaries; the end on the stack, as edge_dot4_s8): out
+     * of line (EDGE_DOT_FN) every optimizing build finds them, -O0's frame pointer leaves one short */
     if (xw != end) {
         uint32_t xa, xb, ya, yb, v, t = (uint32_t)(uintptr_t)end;
 #define EDGE_DOT2X2_CHUNK                                                                                   \
@@ -258,17 +269,19 @@ static inline void edge_dot2x2_s8(const int16_t *xw, const int8_t *w0, const int
 /* Four int8 dot products sharing one vector, added onto s[0..3]: s[r] += sum_i x[i] * wr[i], i < n (n a multiple
  * of 4), wrapping int32 sums, with x given widened (edge_widen4_s8: xw); no offset (the caller folds the zero point
  * into s: sum (x - zp) w = sum x w - zp sum w). Per four values: one LDRD of x, per row one LDR, two SXTB16 and two
- * SMLAD: 22.5 instructions per 16 MACs with the loop's (unrolled twice). The int8 LSTM's four gate rows of one unit. */
-static inline void edge_dot4_s8(const int16_t *xw, const int8_t *w0, const int8_t *w1, const int8_t *w2,
-                                const int8_t *w3, int32_t n, uint32_t s[4]) {
+ * SMLAD, one LDR of the fourth row's offset: 23.5 instructions per 16 MACs with the loop's (unrolled twice). The
+ * int8 LSTM's four gate rows of one unit. */
+EDGE_DOT_FN void edge_dot4_s8(const int16_t *xw, const int8_t *w0, const int8_t *w1, const int8_t *w2, const int8_t *w3,
+                              int32_t n, uint32_t s[4]) {
     uint32_t a = s[0], b = s[1], c = s[2], d = s[3];
     const int16_t *const end = xw + n;
 #if EDGE_DSP_ASM
-    /* one block: 13 registers (x, four rows, four sums, four temporaries; the end pushed on the stack on entry
-     * and read back once per 32 MACs; two words, keeping sp 8-aligned), so that the compiler spills nothing
-     * inside it (its C form kept three row pointers on the stack: 31 instructions per 16 MACs) */
+    /* one block in 12 registers (x, three row pointers, four sums, four temporaries; the end and the fourth
+     * row's distance from the third pushed on the stack on entry, read back per 32 / 16 MACs), so that the
+     * compiler spills nothing inside it (its C form kept three row pointers on the stack: 31 instructions per 16
+     * MACs); 12, not 13: they fit with a frame pointer too (-O0) */
     if (xw != end) {
-        uint32_t xa, xb, v, t = (uint32_t)(uintptr_t)end;
+        uint32_t xa, xb, v = (uint32_t)((uintptr_t)w3 - (uintptr_t)w2), t = (uint32_t)(uintptr_t)end;
 #define EDGE_DOT4_CHUNK                                                                                     \
     "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                                     \
     "ldr %[v], [%[w0]], #4\n\t"                                                                             \
@@ -281,17 +294,18 @@ static inline void edge_dot4_s8(const int16_t *xw, const int8_t *w0, const int8_
     "sxtb16 %[v], %[v], ror #8\n\t"                                                                         \
     "smlad %[b], %[xa], %[t], %[b]\n\t"                                                                     \
     "smlad %[b], %[xb], %[v], %[b]\n\t"                                                                     \
+    "ldr %[t], [sp, #4]\n\t" /* row 3 at row 2's address + (w3 - w2) */                                    \
+    "ldr %[v], [%[w2], %[t]]\n\t"                                                                           \
+    "sxtb16 %[t], %[v]\n\t"                                                                                 \
+    "sxtb16 %[v], %[v], ror #8\n\t"                                                                         \
+    "smlad %[d], %[xa], %[t], %[d]\n\t"                                                                     \
+    "smlad %[d], %[xb], %[v], %[d]\n\t"                                                                     \
     "ldr %[v], [%[w2]], #4\n\t"                                                                             \
     "sxtb16 %[t], %[v]\n\t"                                                                                 \
     "sxtb16 %[v], %[v], ror #8\n\t"                                                                         \
     "smlad %[c], %[xa], %[t], %[c]\n\t"                                                                     \
-    "smlad %[c], %[xb], %[v], %[c]\n\t"                                                                     \
-    "ldr %[v], [%[w3]], #4\n\t"                                                                             \
-    "sxtb16 %[t], %[v]\n\t"                                                                                 \
-    "sxtb16 %[v], %[v], ror #8\n\t"                                                                         \
-    "smlad %[d], %[xa], %[t], %[d]\n\t"                                                                     \
-    "smlad %[d], %[xb], %[v], %[d]\n\t"
-        __asm__ volatile("strd %[t], %[t], [sp, #-8]!\n\t" /* the end, in the stack slot the loop reads */
+    "smlad %[c], %[xb], %[v], %[c]\n\t"
+        __asm__ volatile("strd %[t], %[v], [sp, #-8]!\n\t" /* the end and w3 - w2, in the slots the loop reads */
                          "sub %[v], %[t], %[x]\n\t"
                          "tst %[v], #8\n\t" /* an odd number of 4-column chunks: enter at the second */
                          "bne 2f\n\t"
@@ -300,9 +314,8 @@ static inline void edge_dot4_s8(const int16_t *xw, const int8_t *w0, const int8_
                          "cmp %[x], %[t]\n\t"
                          "bne 1b\n\t"
                          "add sp, sp, #8\n\t"
-                         : [x] "+r"(xw), [w0] "+r"(w0), [w1] "+r"(w1), [w2] "+r"(w2), [w3] "+r"(w3), [a] "+r"(a),
-                           [b] "+r"(b), [c] "+r"(c), [d] "+r"(d), [xa] "=&r"(xa), [xb] "=&r"(xb), [v] "=&r"(v),
-                           [t] "+&r"(t)
+                         : [x] "+r"(xw), [w0] "+r"(w0), [w1] "+r"(w1), [w2] "+r"(w2), [a] "+r"(a), [b] "+r"(b),
+                           [c] "+r"(c), [d] "+r"(d), [xa] "=&r"(xa), [xb] "=&r"(xb), [v] "+&r"(v), [t] "+&r"(t)
                          :
                          : "cc", "memory");
 #undef EDGE_DOT4_CHUNK

@@ -15,11 +15,14 @@
  * edge_lstm_int8_step). A FLOAT32 one with CIFG, peephole, projection or layer normalization, or with INT8 weights
  * (LiteRT's hybrid kernel), runs the LSTM with options of edge_lstm.h (edge_lstm_var_run) over the sequence.
  *
- * Memory: no per-unit tables. Each unit's four gates are computed together from the previous hidden state,
- * the unit's new hidden value goes straight to the output row, and the row is copied into the hidden state
- * once every unit is done; the zero points are subtracted from the vectors (as TFLM's reference
- * FullyConnected does) instead of being folded into per-unit bias tables. int8: once per row, into a small
- * scratch of (input + units) int16 that the dot products then read (int16 x int8 products vectorize).
+ * Memory, the general loops (hosts, Cortex-M0+): no per-unit tables. Each unit's four gates are computed together
+ * from the previous hidden state, the unit's new hidden value goes straight to the output row, and the row is
+ * copied into the hidden state once every unit is done; the zero points are subtracted from the vectors (as TFLM's
+ * reference FullyConnected does) instead of being folded into per-unit bias tables. int8: once per row, into a
+ * small scratch of (input + units) int16 that the dot products then read (int16 x int8 products vectorize).
+ * DSP cores (Cortex-M4/M7, int8): CMSIS-NN's way instead, and more (eval_int8_dsp): effective biases with the zero
+ * points folded in (4 or 8 x units int32, persistent), the input products of two steps at once, the recurrent
+ * products skipped while the hidden state is all its zero point.
  */
 #include <math.h>
 #include <string.h>
@@ -62,6 +65,7 @@ typedef struct {
      * scratch holds the row's widened vectors. NULL: the general loops below */
     int32_t *fold;
     edge_conv_rqw_t in_q[4], rec_q[4], fc_q, ig_q, h_q; /* the gate, cell and hidden requantizations */
+    uint8_t rq_right; /* every one of them a right shift (no left shift, none of 0): lstm_rq's short form */
     int32_t tanh_in_mul, tanh_in_rnd, tanh_in_shift; /* tanh(c)'s input in int32: (c * mul + rnd) >> shift;
                                                        * mul 0: tanh16's int64 */
 #endif
@@ -342,6 +346,12 @@ static edge_status_t prepare_int8_dsp(lstm_data_t *d, edge_node_t *node, edge_ct
     ok &= edge_conv_rqw_make(&d->fc_q, d->fc_m, d->fc_s) == 0 && edge_conv_rqw_make(&d->ig_q, d->ig_m, d->ig_s) == 0 &&
           edge_conv_rqw_make(&d->h_q, d->h_m, d->h_s) == 0;
     if (!ok) return EDGE_OK;
+    d->rq_right = 1;
+    for (g = 0; g < 11; g++) {
+        const edge_conv_rqw_t *q = g < 4 ? &d->in_q[g] : g < 8 ? &d->rec_q[g - 4]
+                                 : g == 8 ? &d->fc_q : g == 9 ? &d->ig_q : &d->h_q;
+        if (q->left || q->rs0) d->rq_right = 0;
+    }
     /* tanh(c) input: scale_input(c, tanh_mult, tanh_shift) in int32 while |c| * 3 * 2^shift < 2^31 (c int16) */
     d->tanh_in_mul = 0;
     if (d->tanh_mult == 0 && d->tanh_shift <= 14) {
@@ -471,20 +481,19 @@ static inline int32_t tanh_scaled(int32_t x) {
     return (int32_t)(int16_t)(res >> 8);
 }
 
-/* The int8 LSTM on DSP cores (d->fold set). Batch rows are independent: per batch row, the steps in pairs. First
- * the input part of the four gates of both steps, every unit (edge_dot2x2_s8: each weight word widened once for the
- * two steps; no zero point per element: it is in the effective biases), requantized and saturated to int16 in
- * scratch; then the recurrence step by step: each unit's four recurrent rows in one pass over the widened hidden
- * state (edge_dot4_s8) -- skipped while the hidden state holds its zero point everywhere (an invoke's first step
- * from a reset state: every recurrent sum is then exactly 0) -- and the arithmetic of the general loops in int32
- * (requantizations through edge_conv_rqw, sigmoid and tanh inputs int16). Bit-exact with the general loops. */
-#if defined(__GNUC__) && !defined(__clang__)
-/* every helper inlined into the loops, the function optimized for speed: the firmware is built -Os, which kept the
- * dot products, requantizations and table lookups as calls (~500 instructions per unit around the products), and
- * whose register allocation finds no 13 free registers for edge_dot4_s8's loop here */
-__attribute__((flatten, noinline, optimize("O2")))
-#endif
-static void eval_int8_dsp(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
+/* edge_conv_rqw_apply, or with ``right`` (lstm_data_t.rq_right, a constant at each call site) its short form: no left
+ * shift, no test for a zero right shift (three instructions: SMMLAR, ADD, SMMLSR). */
+static inline int32_t lstm_rq(const edge_conv_rqw_t *q, int32_t acc, int32_t zp, const int right) {
+    edge_conv_rqw_t r;
+    if (!right) return edge_conv_rqw_apply(q, acc, zp);
+    r.mul = q->mul;
+    r.nrnd = q->nrnd;
+    r.left = 0;
+    r.rs0 = 0;
+    return edge_conv_rqw_apply(&r, acc, zp);
+}
+
+static inline void lstm_dsp_run(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx, const int right) {
     const int32_t S = d->n_state, I = d->n_input, T = d->steps, B = d->batch, h_zp = d->h_zp, clip = d->clip_q;
     const int32_t I4 = I & ~3, S4 = S & ~3;
     const int8_t *wi[4], *wr[4];
@@ -513,9 +522,10 @@ static void eval_int8_dsp(const lstm_data_t *d, const edge_node_t *node, edge_ct
                     edge_dot4_s8(xw, wi[0] + (int64_t)u * I, wi[1] + (int64_t)u * I, wi[2] + (int64_t)u * I,
                                  wi[3] + (int64_t)u * I, I4, sx);
                     for (k = I4; k < I; k++)
-                        dot4_tail(xr[0][k], wi[0][(int64_t)u * I + k], wi[1][(int64_t)u * I + k], wi[2][(int64_t)u * I + k],
-                                  wi[3][(int64_t)u * I + k], sx);
-                    for (g = 0; g < 4; g++) gin[4 * u + g] = (int16_t)sat16(edge_conv_rqw_apply(&d->in_q[g], (int32_t)sx[g], 0));
+                        dot4_tail(xr[0][k], wi[0][(int64_t)u * I + k], wi[1][(int64_t)u * I + k],
+                                  wi[2][(int64_t)u * I + k], wi[3][(int64_t)u * I + k], sx);
+                    for (g = 0; g < 4; g++)
+                        gin[4 * u + g] = (int16_t)sat16(lstm_rq(&d->in_q[g], (int32_t)sx[g], 0, right));
                 }
             } else {
                 edge_widen2_s8(xr[0], xr[1], xw, I4);
@@ -535,7 +545,7 @@ static void eval_int8_dsp(const lstm_data_t *d, const edge_node_t *node, edge_ct
                     }
                     for (j = 0; j < 4; j++) /* (step j / 2, gate g + j % 2) */
                         gin[4 * S * (j >> 1) + 4 * u + g + (j & 1)] =
-                            (int16_t)sat16(edge_conv_rqw_apply(&d->in_q[g + (j & 1)], (int32_t)sx[j], 0));
+                            (int16_t)sat16(lstm_rq(&d->in_q[g + (j & 1)], (int32_t)sx[j], 0, right));
                 }
             for (j = 0; j < nt; j++) {
                 const int32_t t = t0 + j;
@@ -558,7 +568,7 @@ static void eval_int8_dsp(const lstm_data_t *d, const edge_node_t *node, edge_ct
                         edge_dot4_s8(hw, pr0, pr1, pr2, pr3, S4, sh);
                         for (k = S4; k < S; k++) dot4_tail(h[k], pr0[k], pr1[k], pr2[k], pr3[k], sh);
                         for (g = 0; g < 4; g++)
-                            gate[g] = sat16(ga[4 * u + g] + sat16(edge_conv_rqw_apply(&d->rec_q[g], (int32_t)sh[g], 0)));
+                            gate[g] = sat16(ga[4 * u + g] + sat16(lstm_rq(&d->rec_q[g], (int32_t)sh[g], 0, right)));
                     } else {
                         for (g = 0; g < 4; g++) gate[g] = ga[4 * u + g];
                     }
@@ -570,8 +580,8 @@ static void eval_int8_dsp(const lstm_data_t *d, const edge_node_t *node, edge_ct
                     fg = sigmoid_gate(gate[1]);
                     cg = d->cell_sigmoid ? sigmoid_gate(gate[2]) : tanh_scaled(3 * gate[2]);
                     og = sigmoid_gate(gate[3]);
-                    cv = sat16(edge_conv_rqw_apply(&d->fc_q, fg * (int32_t)c[u], 0));
-                    cv = sat16(cv + sat16(edge_conv_rqw_apply(&d->ig_q, ig * cg, 0)));
+                    cv = sat16(lstm_rq(&d->fc_q, fg * (int32_t)c[u], 0, right));
+                    cv = sat16(cv + sat16(lstm_rq(&d->ig_q, ig * cg, 0, right)));
                     if (clip > 0) cv = cv < -clip ? -clip : (cv > clip ? clip : cv);
                     c[u] = (int16_t)cv;
                     if (d->tanh_in_mul) {
@@ -579,13 +589,32 @@ static void eval_int8_dsp(const lstm_data_t *d, const edge_node_t *node, edge_ct
                     } else {
                         tx = tanh16(cv, d->tanh_mult, d->tanh_shift);
                     }
-                    hv = edge_conv_rqw_apply(&d->h_q, tx * og, h_zp);
+                    hv = lstm_rq(&d->h_q, tx * og, h_zp, right);
                     y[u] = (int8_t)(hv < -128 ? -128 : (hv > 127 ? 127 : hv));
                 }
                 /* the row's new hidden values become the hidden state */
                 memcpy(hs + (int64_t)b * S, y, (size_t)S);
             }
         }
+}
+
+/* The int8 LSTM on DSP cores (d->fold set). Batch rows are independent: per batch row, the steps in pairs. First
+ * the input part of the four gates of both steps, every unit (edge_dot2x2_s8: each weight word widened once for the
+ * two steps; no zero point per element: it is in the effective biases), requantized and saturated to int16 in
+ * scratch; then the recurrence step by step: each unit's four recurrent rows in one pass over the widened hidden
+ * state (edge_dot4_s8) -- skipped while the hidden state holds its zero point everywhere (an invoke's first step
+ * from a reset state: every recurrent sum is then exactly 0) -- and the arithmetic of the general loops in int32
+ * (requantizations through edge_conv_rqw, sigmoid and tanh inputs int16). Bit-exact with the general loops. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* every helper inlined into the loops, the function optimized for speed: the firmware is built -Os, which kept the
+ * dot products, requantizations and table lookups as calls (~500 instructions per unit around the products), and
+ * whose register allocation finds no 13 free registers for edge_dot4_s8's loop here */
+__attribute__((flatten, noinline, optimize("O2")))
+#endif
+static void eval_int8_dsp(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
+    /* two copies of the loops: the requantizations' short form is a constant in each */
+    if (d->rq_right) lstm_dsp_run(d, node, ctx, 1);
+    else lstm_dsp_run(d, node, ctx, 0);
 }
 #endif
 
