@@ -109,3 +109,21 @@ def test_standin_on_the_m4_board_gives_the_hosts_outputs(name, tmp_path):
     finally:
         qb.stop_board(all=True, scope="process")
     assert prof["runs"] == 3 and prof["validated"], prof["mismatches"]
+
+
+@pytest.mark.parametrize("seed,time_major,steps,hidden", [(1, False, 3, (0.007, 3)), (1, True, 3, (0.007, 3)),
+                                                          (2, True, 1, (0.0078125, 0)), (5, False, 4, (0.0078125, 0))])
+def test_dsp_path_over_a_batch_of_two(dsp_runner, seed, time_major, steps, hidden, tmp_path):
+    """The stand-ins are batch 1: tests/test_lstm_integer.py's int8 sequence LSTM (batch 2, 5 inputs: a tail past
+    the 4-column chunks, 8 units; seed 2 with a cell clip) on the DSP path == our Python interpreter, 1 and 2
+    invokes (odd and even step counts: the two-step input products with a lone last step)."""
+    from tests.test_lstm_integer import B, feeds, int8_lstm_model
+
+    data = int8_lstm_model(seed, False, 1.5 if seed == 2 else 0.0, hidden=hidden, sequence=(steps, time_major))
+    x = feeds(seed, lead=(steps, B) if time_major else (B, steps))[0]
+    path = tmp_path / "lstm.tflite"
+    path.write_bytes(data)
+    for invocations in (1, 2):
+        want = _ours(data, x, "python", invocations)
+        assert np.unique(want).size >= 5, "degenerate case"
+        np.testing.assert_array_equal(_dsp(dsp_runner, path, x, want, invocations, tmp_path), want)
