@@ -83,7 +83,7 @@ def test_a_board_refusal_reaches_the_host_as_its_sentence(state, tmp_path, monke
 
     model = tmp_path / "refused.tflite"
     model.write_bytes(_refused_conv())
-    monkeypatch.setattr(fl, "measure_arena", lambda data, budget=None, memory=None: 16384)
+    monkeypatch.setattr(fl, "measure_arena", lambda data, budget=None, memory=None, dsp=False: 16384)
     with pytest.raises(DeviceError) as err:
         fl.flash(model, "qemu-mps2-an386", build_dir=tmp_path / "b")
     assert qb.list_boards() == []  # the failed check stopped the board

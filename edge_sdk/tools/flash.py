@@ -206,13 +206,14 @@ def kernel_files(model) -> list[str]:
     return sorted(files | set(shared_kernel_files(files)))
 
 
-def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer") -> int:
+def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer", dsp: bool = False) -> int:
     """Arena bytes to give the C runtime on the target: its high-water mark plus ARENA_MARGIN and ARENA_SLACK (at
     most ``budget`` unless the need itself exceeds it). The need is the board's own figure when the C runtime
     can be built with the board's 32-bit layout here (``c_check.target_plan``, what `edge check` reports),
     else the host build's (64-bit structs: more than the board needs), else the Python plan. ``memory``: the
     plan (planner.MEMORY_PLANS: "layer", "inplace" = EDGE_INIT_MEMORY_MIN, "min" = that plus the stage
-    planner.c_stage_for gives)."""
+    planner.c_stage_for gives). ``dsp``: a Cortex-M core with the DSP extension, whose kernel paths take other
+    scratch and persistent bytes (the 32-bit runner emulates them, -DEDGE_EMULATE_DSP, as edge check and export)."""
     from edge_sdk.runtime import c_interpreter
     from edge_sdk.runtime.planner import c_stage_for, runtime_arena
     from edge_sdk.targets import c_check
@@ -225,6 +226,7 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
             model = read_model(data)
             used = {t.type for sg in model.subgraphs for t in sg.tensors}
             defs = tuple(f"-D{m}=0" for t, m in c_type_switches().items() if t not in used)
+            defs += ("-DEDGE_EMULATE_DSP",) if dsp else ()
             plan = c_check.target_plan(data, c_check.ILP32, defs, memory=memory,
                                        patch=c_stage_for(data, memory))
         except BuildError as exc:
@@ -258,7 +260,7 @@ def measure_arena(data: bytes, budget: int | None = None, memory: str = "layer")
 
 
 def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | None = None,
-             memory: str | None = "layer") -> dict:
+             memory: str | None = "layer", dsp: bool = False) -> dict:
     """Write model_data.c, edge_ops_generated.c and app_config.h into gen_dir; returns the sizes used.
     ``memory``: the arena plan asked for (planner.MEMORY_PLANS: "layer", "inplace", "min"; None: auto, the planner's
     rule over ``arena_budget`` with measure_arena's figures: planner.choose_plan). The returned "memory" is the plan
@@ -273,7 +275,7 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
     trace_cap = min(4096, max(64, 2 * total_ops + 16))
     from edge_sdk.runtime.planner import c_memory_min, choose_plan
 
-    choice = choose_plan(data, memory, arena_budget, "c", need=lambda asked: measure_arena(data, arena_budget, asked))
+    choice = choose_plan(data, memory, arena_budget, "c", need=lambda asked: measure_arena(data, arena_budget, asked, dsp))
     for note in choice.notes:  # why this plan and not the one asked for (or the layer plan)
         log.stage(note)
     # the memory= the firmware initialises with: the one asked for (the C runtime realises the plan itself), else
@@ -366,9 +368,11 @@ def default_build_dir(profile_name: str, model_sha256: str) -> Path:
 
 def _build_locked(model_path: Path, data: bytes, sha: str, profile, board: str, build_dir: Path,
                   firmware_cache: Path, memory: str | None = None) -> tuple[Path, dict]:
+    from edge_sdk.targets.check import DSP_CPUS  # the arena measure emulates their DSP paths
+
     gen_dir = build_dir / "gen"
     log.stage(f"generating firmware sources for {model_path.name} ({len(data)} bytes) on {board}")
-    info = generate(model_path, data, gen_dir, profile.ram_arena_bytes, memory)
+    info = generate(model_path, data, gen_dir, profile.ram_arena_bytes, memory, profile.cpu in DSP_CPUS)
     info["sha256"], info["board"], info["model_bytes"] = sha, board, len(data)
     cpu = profile.cpu if profile.cpu in ("cortex-m0plus", "cortex-m4", "cortex-m7") else None
     flags = _toolchain_flags(profile) + info["type_defs"]

@@ -167,6 +167,185 @@ static inline void edge_dot2_s8(const int8_t *x, const int8_t *w0, const int8_t 
     *s0 = a;
     *s1 = b;
 }
+
+/* The int8 vector x[0..n) (n a multiple of 4) widened for edge_dot4_xw_s8: per four values the two halfword pairs
+ * SMLAD takes, (x0, x2) then (x1, x3) (SXTB16 and SXTB16 ROR 8 of the word), 2n int16 in all. */
+static inline void edge_widen4_s8(const int8_t *x, int16_t *out, int32_t n) {
+    int32_t i;
+    for (i = 0; i + 4 <= n; i += 4) {
+        const uint32_t v = edge_get32(x + i);
+        edge_put32(out + i, edge_sxtb16(v));
+        edge_put32(out + i + 2, edge_sxtb16_ror8(v));
+    }
+}
+
+/* The asm loops below take 12-13 registers: inlined into a large function, gcc may find too few free ("impossible
+ * constraints", seen with -Os and flatten); out of line they always have them (a call per row group: ~10
+ * instructions). */
+#if EDGE_DSP_ASM
+#define EDGE_DOT_FN static __attribute__((noinline, unused))
+#else
+#define EDGE_DOT_FN static inline
+#endif
+
+/* Two int8 vectors x0[0..n), x1[0..n) (n a multiple of 4) widened together for edge_dot2x2_s8: per four values
+ * x0's two halfword pairs (edge_widen4_s8's), then x1's; 4n int16 in all. */
+static inline void edge_widen2_s8(const int8_t *x0, const int8_t *x1, int16_t *out, int32_t n) {
+    int32_t i;
+    for (i = 0; i + 4 <= n; i += 4, out += 8) {
+        const uint32_t v0 = edge_get32(x0 + i), v1 = edge_get32(x1 + i);
+        edge_put32(out, edge_sxtb16(v0));
+        edge_put32(out + 2, edge_sxtb16_ror8(v0));
+        edge_put32(out + 4, edge_sxtb16(v1));
+        edge_put32(out + 6, edge_sxtb16_ror8(v1));
+    }
+}
+
+/* Two int8 rows against two vectors (edge_widen2_s8's xw, n a multiple of 4), added onto s[0..3] (wrapping int32):
+ * s[0] += w0 . x0, s[1] += w1 . x0, s[2] += w0 . x1, s[3] += w1 . x1; no offset (folded into s by the caller).
+ * Each weight word is widened once for both vectors: per four values two LDRD of x, per row one LDR, two SXTB16
+ * and four SMLAD: 17.5 instructions per 16 MACs with the loop's (unrolled twice). The int8 LSTM's input products of
+ * two time steps. */
+EDGE_DOT_FN void edge_dot2x2_s8(const int16_t *xw, const int8_t *w0, const int8_t *w1, int32_t n, uint32_t s[4]) {
+    uint32_t a0 = s[0], b0 = s[1], a1 = s[2], b1 = s[3];
+    const int16_t *const end = xw + 2 * n;
+#if EDGE_DSP_ASM
+    /* one block: 13 registers (x, two rows, four sums, six temporaries; the end on the stack, as edge_dot4_xw_s8): out
+     * of line (EDGE_DOT_FN) every optimizing build finds them, -O0's frame pointer leaves one short */
+    if (xw != end) {
+        uint32_t xa, xb, ya, yb, v, t = (uint32_t)(uintptr_t)end;
+#define EDGE_DOT2X2_CHUNK                                                                                   \
+    "ldrd %[xa], %[xb], [%[x]], #16\n\t"                                                                    \
+    "ldrd %[ya], %[yb], [%[x], #-8]\n\t"                                                                    \
+    "ldr %[v], [%[w0]], #4\n\t"                                                                             \
+    "sxtb16 %[t], %[v]\n\t"                                                                                 \
+    "sxtb16 %[v], %[v], ror #8\n\t"                                                                         \
+    "smlad %[a0], %[xa], %[t], %[a0]\n\t"                                                                   \
+    "smlad %[a0], %[xb], %[v], %[a0]\n\t"                                                                   \
+    "smlad %[a1], %[ya], %[t], %[a1]\n\t"                                                                   \
+    "smlad %[a1], %[yb], %[v], %[a1]\n\t"                                                                   \
+    "ldr %[v], [%[w1]], #4\n\t"                                                                             \
+    "sxtb16 %[t], %[v]\n\t"                                                                                 \
+    "sxtb16 %[v], %[v], ror #8\n\t"                                                                         \
+    "smlad %[b0], %[xa], %[t], %[b0]\n\t"                                                                   \
+    "smlad %[b0], %[xb], %[v], %[b0]\n\t"                                                                   \
+    "smlad %[b1], %[ya], %[t], %[b1]\n\t"                                                                   \
+    "smlad %[b1], %[yb], %[v], %[b1]\n\t"
+        __asm__ volatile("strd %[t], %[t], [sp, #-8]!\n\t" /* the end, in the stack slot the loop reads */
+                         "sub %[v], %[t], %[x]\n\t"
+                         "tst %[v], #16\n\t" /* an odd number of 4-column chunks: enter at the second */
+                         "bne 2f\n\t"
+                         "1:\n\t" EDGE_DOT2X2_CHUNK "2:\n\t" EDGE_DOT2X2_CHUNK
+                         "ldr %[t], [sp]\n\t"
+                         "cmp %[x], %[t]\n\t"
+                         "bne 1b\n\t"
+                         "add sp, sp, #8\n\t"
+                         : [x] "+r"(xw), [w0] "+r"(w0), [w1] "+r"(w1), [a0] "+r"(a0), [b0] "+r"(b0), [a1] "+r"(a1),
+                           [b1] "+r"(b1), [xa] "=&r"(xa), [xb] "=&r"(xb), [ya] "=&r"(ya), [yb] "=&r"(yb), [v] "=&r"(v),
+                           [t] "+&r"(t)
+                         :
+                         : "cc", "memory");
+#undef EDGE_DOT2X2_CHUNK
+    }
+#else
+    for (; xw != end; xw += 8) {
+        const uint32_t xa = edge_get32(xw), xb = edge_get32(xw + 2), ya = edge_get32(xw + 4), yb = edge_get32(xw + 6);
+        uint32_t v = edge_get32(w0);
+        a0 = edge_smlad(xb, edge_sxtb16_ror8(v), edge_smlad(xa, edge_sxtb16(v), a0));
+        a1 = edge_smlad(yb, edge_sxtb16_ror8(v), edge_smlad(ya, edge_sxtb16(v), a1));
+        v = edge_get32(w1);
+        b0 = edge_smlad(xb, edge_sxtb16_ror8(v), edge_smlad(xa, edge_sxtb16(v), b0));
+        b1 = edge_smlad(yb, edge_sxtb16_ror8(v), edge_smlad(ya, edge_sxtb16(v), b1));
+        w0 += 4;
+        w1 += 4;
+    }
+#endif
+    s[0] = a0;
+    s[1] = b0;
+    s[2] = a1;
+    s[3] = b1;
+}
+
+/* Four int8 dot products sharing one vector, added onto s[0..3]: s[r] += sum_i x[i] * wr[i], i < n (n a multiple
+ * of 4), wrapping int32 sums, with x given widened (edge_widen4_s8: xw); no offset (the caller folds the zero point
+ * into s: sum (x - zp) w = sum x w - zp sum w). Per four values: one LDRD of x, per row one LDR, two SXTB16 and two
+ * SMLAD, one LDR of the fourth row's offset: 23.5 instructions per 16 MACs with the loop's (unrolled twice). The
+ * int8 LSTM's four gate rows of one unit. */
+EDGE_DOT_FN void edge_dot4_xw_s8(const int16_t *xw, const int8_t *w0, const int8_t *w1, const int8_t *w2, const int8_t *w3,
+                                 int32_t n, uint32_t s[4]) {
+    uint32_t a = s[0], b = s[1], c = s[2], d = s[3];
+    const int16_t *const end = xw + n;
+#if EDGE_DSP_ASM
+    /* one block in 12 registers (x, three row pointers, four sums, four temporaries; the end and the fourth
+     * row's distance from the third pushed on the stack on entry, read back per 32 / 16 MACs), so that the
+     * compiler spills nothing inside it (its C form kept three row pointers on the stack: 31 instructions per 16
+     * MACs); 12, not 13: they fit with a frame pointer too (-O0) */
+    if (xw != end) {
+        uint32_t xa, xb, v = (uint32_t)((uintptr_t)w3 - (uintptr_t)w2), t = (uint32_t)(uintptr_t)end;
+#define EDGE_DOT4_CHUNK                                                                                     \
+    "ldrd %[xa], %[xb], [%[x]], #8\n\t"                                                                     \
+    "ldr %[v], [%[w0]], #4\n\t"                                                                             \
+    "sxtb16 %[t], %[v]\n\t"                                                                                 \
+    "sxtb16 %[v], %[v], ror #8\n\t"                                                                         \
+    "smlad %[a], %[xa], %[t], %[a]\n\t"                                                                     \
+    "smlad %[a], %[xb], %[v], %[a]\n\t"                                                                     \
+    "ldr %[v], [%[w1]], #4\n\t"                                                                             \
+    "sxtb16 %[t], %[v]\n\t"                                                                                 \
+    "sxtb16 %[v], %[v], ror #8\n\t"                                                                         \
+    "smlad %[b], %[xa], %[t], %[b]\n\t"                                                                     \
+    "smlad %[b], %[xb], %[v], %[b]\n\t"                                                                     \
+    "ldr %[t], [sp, #4]\n\t" /* row 3 at row 2's address + (w3 - w2) */                                    \
+    "ldr %[v], [%[w2], %[t]]\n\t"                                                                           \
+    "sxtb16 %[t], %[v]\n\t"                                                                                 \
+    "sxtb16 %[v], %[v], ror #8\n\t"                                                                         \
+    "smlad %[d], %[xa], %[t], %[d]\n\t"                                                                     \
+    "smlad %[d], %[xb], %[v], %[d]\n\t"                                                                     \
+    "ldr %[v], [%[w2]], #4\n\t"                                                                             \
+    "sxtb16 %[t], %[v]\n\t"                                                                                 \
+    "sxtb16 %[v], %[v], ror #8\n\t"                                                                         \
+    "smlad %[c], %[xa], %[t], %[c]\n\t"                                                                     \
+    "smlad %[c], %[xb], %[v], %[c]\n\t"
+        __asm__ volatile("strd %[t], %[v], [sp, #-8]!\n\t" /* the end and w3 - w2, in the slots the loop reads */
+                         "sub %[v], %[t], %[x]\n\t"
+                         "tst %[v], #8\n\t" /* an odd number of 4-column chunks: enter at the second */
+                         "bne 2f\n\t"
+                         "1:\n\t" EDGE_DOT4_CHUNK "2:\n\t" EDGE_DOT4_CHUNK
+                         "ldr %[t], [sp]\n\t"
+                         "cmp %[x], %[t]\n\t"
+                         "bne 1b\n\t"
+                         "add sp, sp, #8\n\t"
+                         : [x] "+r"(xw), [w0] "+r"(w0), [w1] "+r"(w1), [w2] "+r"(w2), [a] "+r"(a), [b] "+r"(b),
+                           [c] "+r"(c), [d] "+r"(d), [xa] "=&r"(xa), [xb] "=&r"(xb), [v] "+&r"(v), [t] "+&r"(t)
+                         :
+                         : "cc", "memory");
+#undef EDGE_DOT4_CHUNK
+    }
+#else
+    for (; xw != end; xw += 4) {
+        const uint32_t xa = edge_get32(xw), xb = edge_get32(xw + 2);
+        uint32_t v = edge_get32(w0);
+        a = edge_smlad(xa, edge_sxtb16(v), a);
+        a = edge_smlad(xb, edge_sxtb16_ror8(v), a);
+        v = edge_get32(w1);
+        b = edge_smlad(xa, edge_sxtb16(v), b);
+        b = edge_smlad(xb, edge_sxtb16_ror8(v), b);
+        v = edge_get32(w2);
+        c = edge_smlad(xa, edge_sxtb16(v), c);
+        c = edge_smlad(xb, edge_sxtb16_ror8(v), c);
+        v = edge_get32(w3);
+        d = edge_smlad(xa, edge_sxtb16(v), d);
+        d = edge_smlad(xb, edge_sxtb16_ror8(v), d);
+        w0 += 4;
+        w1 += 4;
+        w2 += 4;
+        w3 += 4;
+    }
+#endif
+    s[0] = a;
+    s[1] = b;
+    s[2] = c;
+    s[3] = d;
+}
 #endif
 
 #if EDGE_DSP

@@ -15,16 +15,20 @@
  * edge_lstm_int8_step). A FLOAT32 one with CIFG, peephole, projection or layer normalization, or with INT8 weights
  * (LiteRT's hybrid kernel), runs the LSTM with options of edge_lstm.h (edge_lstm_var_run) over the sequence.
  *
- * Memory: no per-unit tables. Each unit's four gates are computed together from the previous hidden state,
- * the unit's new hidden value goes straight to the output row, and the row is copied into the hidden state
- * once every unit is done; the zero points are subtracted from the vectors (as TFLM's reference
- * FullyConnected does) instead of being folded into per-unit bias tables. int8: once per row, into a small
- * scratch of (input + units) int16 that the dot products then read (int16 x int8 products vectorize).
+ * Memory, the general loops (hosts, Cortex-M0+): no per-unit tables. Each unit's four gates are computed together
+ * from the previous hidden state, the unit's new hidden value goes straight to the output row, and the row is
+ * copied into the hidden state once every unit is done; the zero points are subtracted from the vectors (as TFLM's
+ * reference FullyConnected does) instead of being folded into per-unit bias tables. int8: once per row, into a
+ * small scratch of (input + units) int16 that the dot products then read (int16 x int8 products vectorize).
+ * DSP cores (Cortex-M4/M7, int8): CMSIS-NN's way instead, and more (eval_int8_dsp): effective biases with the zero
+ * points folded in (4 or 8 x units int32, persistent), the input products of two steps at once, the recurrent
+ * products skipped while the hidden state is all its zero point.
  */
 #include <math.h>
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_conv.h"
 #include "../edge_dsp.h"
 #include "../edge_fixedpoint_act.h"
 #include "../edge_float.h"
@@ -54,7 +58,22 @@ typedef struct {
     uint8_t time_major, is_float, wide, cell_sigmoid;
     /* float */
     float cell_clip;
+#if EDGE_DSP
+    /* int8 on DSP cores (eval_int8_dsp): the zero points folded into effective biases at prepare, as CMSIS-NN's
+     * kernel sums: fold[4u + g] = bias_g[u] - x_zp * sum_k wi_g[u][k] and fold[4S + 4u + g] = -h_zp * sum_k
+     * wr_g[u][k] (wrapping int32, as the accumulators; only with h_zp != 0), 4 or 8 * S int32 persistent; the
+     * scratch holds the row's widened vectors. NULL: the general loops below */
+    int32_t *fold;
+    edge_conv_rqw_t in_q[4], rec_q[4], fc_q, ig_q, h_q; /* the gate, cell and hidden requantizations */
+    uint8_t rq_right; /* every one of them a right shift (no left shift, none of 0): lstm_rq's short form */
+    int32_t tanh_in_mul, tanh_in_rnd, tanh_in_shift; /* tanh(c)'s input in int32: (c * mul + rnd) >> shift;
+                                                       * mul 0: tanh16's int64 */
+#endif
 } lstm_data_t;
+
+#if EDGE_DSP
+static edge_status_t prepare_int8_dsp(lstm_data_t *d, edge_node_t *node, edge_ctx_t *ctx);
+#endif
 
 /* x >> s rounding toward minus infinity, for any sign. */
 static int64_t floor_shift(int64_t x, int32_t s) { return x >= 0 ? x >> s : ~((~x) >> s); }
@@ -302,11 +321,70 @@ edge_status_t edge_prepare_unidirectional_sequence_lstm(edge_node_t *node, edge_
     d->x_zp = x->zero_point;
     d->h_zp = h->zero_point;
     d->scratch = -1;
+#if EDGE_DSP
+    if (!d->wide && (s = prepare_int8_dsp(d, node, ctx)) != EDGE_OK) return s;
+    if (d->fold) return EDGE_OK; /* eval_int8_dsp: no centred vectors */
+#endif
     if (!d->wide && d->x_zp >= -128 && d->x_zp <= 127 && d->h_zp >= -128 && d->h_zp <= 127 &&
         (s = edge_request_scratch(ctx, node, sizeof(int16_t) * ((size_t)n_input + (size_t)S), &d->scratch)) != EDGE_OK)
         return s;
     return EDGE_OK;
 }
+
+#if EDGE_DSP
+/* The DSP path's prepare-time work: effective biases (the zero points folded in, CMSIS-NN's kernel sums) and the
+ * requantizations in edge_conv_rqw_t's form. Leaves d->fold NULL (the general loops run) when a multiplier is
+ * outside edge_conv_rqw's range. */
+static edge_status_t prepare_int8_dsp(lstm_data_t *d, edge_node_t *node, edge_ctx_t *ctx) {
+    const int32_t S = d->n_state, I = d->n_input;
+    int32_t g, u, k, *fold;
+    int ok = 1;
+    d->fold = NULL;
+    for (g = 0; g < 4; g++)
+        ok &= edge_conv_rqw_make(&d->in_q[g], d->in_m[g], d->in_s[g]) == 0 &&
+              edge_conv_rqw_make(&d->rec_q[g], d->rec_m[g], d->rec_s[g]) == 0;
+    ok &= edge_conv_rqw_make(&d->fc_q, d->fc_m, d->fc_s) == 0 && edge_conv_rqw_make(&d->ig_q, d->ig_m, d->ig_s) == 0 &&
+          edge_conv_rqw_make(&d->h_q, d->h_m, d->h_s) == 0;
+    if (!ok) return EDGE_OK;
+    d->rq_right = 1;
+    for (g = 0; g < 11; g++) {
+        const edge_conv_rqw_t *q = g < 4 ? &d->in_q[g] : g < 8 ? &d->rec_q[g - 4]
+                                 : g == 8 ? &d->fc_q : g == 9 ? &d->ig_q : &d->h_q;
+        if (q->left || q->rs0) d->rq_right = 0;
+    }
+    /* tanh(c) input: scale_input(c, tanh_mult, tanh_shift) in int32 while |c| * 3 * 2^shift < 2^31 (c int16) */
+    d->tanh_in_mul = 0;
+    if (d->tanh_mult == 0 && d->tanh_shift <= 14) {
+        d->tanh_in_mul = 3 << d->tanh_shift;
+        d->tanh_in_rnd = d->tanh_in_shift = 0;
+    } else if (d->tanh_mult == 3 && d->tanh_shift <= 30) {
+        d->tanh_in_mul = 3;
+        d->tanh_in_shift = d->tanh_shift;
+        d->tanh_in_rnd = d->tanh_shift > 0 ? 1 << (d->tanh_shift - 1) : 0;
+    }
+    fold = (int32_t *)edge_alloc_persistent(ctx, sizeof(int32_t) * (d->h_zp ? 8 : 4) * (size_t)S);
+    if (!fold) return EDGE_ARENA_TOO_SMALL;
+    for (g = 0; g < 4; g++) {
+        const int8_t *wi = (const int8_t *)edge_in(ctx, node, in_w[g])->data;
+        const int8_t *wr = (const int8_t *)edge_in(ctx, node, rec_w[g])->data;
+        const uint8_t *bi = (const uint8_t *)edge_in(ctx, node, bias_in[g])->data;
+        for (u = 0; u < S; u++) {
+            uint32_t si = 0, sr = 0;
+            int32_t bv;
+            for (k = 0; k < I; k++) si += (uint32_t)(int32_t)wi[(int64_t)u * I + k];
+            for (k = 0; k < S; k++) sr += (uint32_t)(int32_t)wr[(int64_t)u * S + k];
+            memcpy(&bv, bi + 4 * (int64_t)u, 4);
+            fold[4 * u + g] = edge_wrap32((uint32_t)bv - (uint32_t)d->x_zp * si);
+            if (d->h_zp) fold[4 * S + 4 * u + g] = edge_wrap32(0u - (uint32_t)d->h_zp * sr);
+        }
+    }
+    d->fold = fold;
+    /* two steps' inputs widened together, the hidden state widened (their multiple-of-4 parts: 2 * I4 + S4 int16),
+     * two steps' input parts of the gates (8 * S int16): eval_int8_dsp */
+    return edge_request_scratch(ctx, node, sizeof(int16_t) * (2 * (size_t)(I & ~3) + (size_t)(S & ~3) + 8 * (size_t)S),
+                                &d->scratch);
+}
+#endif
 
 static void lstm_float(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
     const int32_t S = d->n_state, I = d->n_input;
@@ -361,6 +439,185 @@ static uint32_t dot_narrow(const int8_t *v, int32_t zp, const int8_t *w, int32_t
     return s;
 }
 
+#if EDGE_DSP
+static inline int32_t sat16(int32_t v) {
+#if EDGE_DSP_ASM
+    __asm__("ssat %0, #16, %1" : "=r"(v) : "r"(v));
+    return v;
+#else
+    return v < -32768 ? -32768 : (v > 32767 ? 32767 : v);
+#endif
+}
+
+/* The last (n mod 4) columns of edge_dot4_xw_s8's four rows: s[r] += x * wr. */
+static inline void dot4_tail(int32_t x, int32_t w0, int32_t w1, int32_t w2, int32_t w3, uint32_t s[4]) {
+    s[0] += (uint32_t)(x * w0);
+    s[1] += (uint32_t)(x * w1);
+    s[2] += (uint32_t)(x * w2);
+    s[3] += (uint32_t)(x * w3);
+}
+
+/* logistic16(gate, 0, 0) in int32 for an int16 gate: the input scaled by 3 (|x| <= 98304, so x >> 9 <= 192 stays
+ * inside the table), TFLM's interpolation; every intermediate fits int32 (res < 2^26). */
+static inline int32_t sigmoid_gate(int32_t gate) {
+    const int32_t x = 3 * gate, a = x < 0 ? -x : x, uh = a >> 9;
+    const int32_t ua = ea_sigmoid_table(uh), ub = ea_sigmoid_table(uh + 1);
+    int32_t res = (ua << 9) + (a & 0x1FF) * (ub - ua);
+    res = x >= 0 ? res + (1 << 9) : (1 << 25) - res + (1 << 9) - 1;
+    return (int32_t)(int16_t)(res >> 10); /* ea_wrap16 */
+}
+
+/* ea_tanh16_lookup of an int32 scaled input x (|x| < 2^31 - 2^24: res stays in int32). */
+static inline int32_t tanh_scaled(int32_t x) {
+    const int32_t a = x < 0 ? -x : x, uh = a >> 8;
+    int32_t res;
+    if (uh < 255) {
+        const int32_t ua = ea_sigmoid_table(uh), ub = ea_sigmoid_table(uh + 1);
+        res = (ua << 8) + (a & 0xFF) * (ub - ua);
+    } else {
+        res = 0xFFFF << 8;
+    }
+    res = x >= 0 ? res - (1 << 23) + (1 << 7) : -res + (1 << 23) + (1 << 7) - 1;
+    return (int32_t)(int16_t)(res >> 8);
+}
+
+/* edge_conv_rqw_apply, or with ``right`` (lstm_data_t.rq_right, a constant at each call site) its short form: no left
+ * shift, no test for a zero right shift (three instructions: SMMLAR, ADD, SMMLSR). */
+static inline int32_t lstm_rq(const edge_conv_rqw_t *q, int32_t acc, int32_t zp, const int right) {
+    edge_conv_rqw_t r;
+    if (!right) return edge_conv_rqw_apply(q, acc, zp);
+    r.mul = q->mul;
+    r.nrnd = q->nrnd;
+    r.left = 0;
+    r.rs0 = 0;
+    return edge_conv_rqw_apply(&r, acc, zp);
+}
+
+static inline void lstm_dsp_run(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx, const int right) {
+    const int32_t S = d->n_state, I = d->n_input, T = d->steps, B = d->batch, h_zp = d->h_zp, clip = d->clip_q;
+    const int32_t I4 = I & ~3, S4 = S & ~3;
+    const int8_t *wi[4], *wr[4];
+    const int8_t *xs = (const int8_t *)edge_in(ctx, node, 0)->data;
+    int8_t *hs = (int8_t *)edge_in(ctx, node, 18)->data, *ys = (int8_t *)edge_out(ctx, node, 0)->data;
+    int16_t *cs = (int16_t *)edge_in(ctx, node, 19)->data;
+    /* scratch: two steps' inputs widened (2 * I4 int16), the hidden state widened (S4), two steps' input parts of
+     * the gates, gin[step][4u + g] (8 * S int16) */
+    int16_t *xw = (int16_t *)edge_scratch(ctx, node, d->scratch), *hw = xw + 2 * I4, *gin = hw + S4;
+    int32_t t0, b, g, u, k, j;
+    for (g = 0; g < 4; g++) {
+        wi[g] = (const int8_t *)edge_in(ctx, node, in_w[g])->data;
+        wr[g] = (const int8_t *)edge_in(ctx, node, rec_w[g])->data;
+    }
+    for (b = 0; b < B; b++)
+        for (t0 = 0; t0 < T; t0 += 2) {
+            const int32_t nt = T - t0 < 2 ? 1 : 2;
+            const int8_t *xr[2];
+            for (j = 0; j < nt; j++)
+                xr[j] = xs + (d->time_major ? (int64_t)(t0 + j) * B + b : (int64_t)b * T + t0 + j) * I;
+            if (nt == 1) { /* a lone (last) step: the four gate rows of a unit in one pass over its input */
+                edge_widen4_s8(xr[0], xw, I4);
+                for (u = 0; u < S; u++) {
+                    uint32_t sx[4];
+                    memcpy(sx, d->fold + 4 * u, sizeof sx);
+                    edge_dot4_xw_s8(xw, wi[0] + (int64_t)u * I, wi[1] + (int64_t)u * I, wi[2] + (int64_t)u * I,
+                                 wi[3] + (int64_t)u * I, I4, sx);
+                    for (k = I4; k < I; k++)
+                        dot4_tail(xr[0][k], wi[0][(int64_t)u * I + k], wi[1][(int64_t)u * I + k],
+                                  wi[2][(int64_t)u * I + k], wi[3][(int64_t)u * I + k], sx);
+                    for (g = 0; g < 4; g++)
+                        gin[4 * u + g] = (int16_t)sat16(lstm_rq(&d->in_q[g], (int32_t)sx[g], 0, right));
+                }
+            } else {
+                edge_widen2_s8(xr[0], xr[1], xw, I4);
+            }
+            for (u = 0; u < S && nt == 2; u++)
+                for (g = 0; g < 4; g += 2) { /* gates g and g + 1 of unit u, both steps */
+                    const int8_t *w0 = wi[g] + (int64_t)u * I, *w1 = wi[g + 1] + (int64_t)u * I;
+                    uint32_t sx[4];
+                    sx[0] = sx[2] = (uint32_t)d->fold[4 * u + g];
+                    sx[1] = sx[3] = (uint32_t)d->fold[4 * u + g + 1];
+                    edge_dot2x2_s8(xw, w0, w1, I4, sx);
+                    for (k = I4; k < I; k++) {
+                        sx[0] += (uint32_t)(xr[0][k] * w0[k]);
+                        sx[1] += (uint32_t)(xr[0][k] * w1[k]);
+                        sx[2] += (uint32_t)(xr[1][k] * w0[k]);
+                        sx[3] += (uint32_t)(xr[1][k] * w1[k]);
+                    }
+                    for (j = 0; j < 4; j++) /* (step j / 2, gate g + j % 2) */
+                        gin[4 * S * (j >> 1) + 4 * u + g + (j & 1)] =
+                            (int16_t)sat16(lstm_rq(&d->in_q[g + (j & 1)], (int32_t)sx[j], 0, right));
+                }
+            for (j = 0; j < nt; j++) {
+                const int32_t t = t0 + j;
+                const int64_t row = d->time_major ? (int64_t)t * B + b : (int64_t)b * T + t;
+                const int8_t *h = hs + (int64_t)b * S;
+                const int32_t *fh = h_zp ? d->fold + 4 * S : NULL;
+                const int16_t *ga = gin + 4 * S * j;
+                const int8_t *pr0 = wr[0], *pr1 = wr[1], *pr2 = wr[2], *pr3 = wr[3];
+                int16_t *c = cs + (int64_t)b * S;
+                int8_t *y = ys + row * S;
+                int idle = 1; /* the hidden state is all h_zp */
+                for (k = 0; k < S && idle; k++) idle = h[k] == h_zp;
+                if (!idle) edge_widen4_s8(h, hw, S4);
+                for (u = 0; u < S; u++) {
+                    int32_t gate[4], ig, fg, cg, og, cv, hv, tx;
+                    if (!idle) {
+                        uint32_t sh[4];
+                        if (fh) memcpy(sh, fh + 4 * u, sizeof sh);
+                        else sh[0] = sh[1] = sh[2] = sh[3] = 0;
+                        edge_dot4_xw_s8(hw, pr0, pr1, pr2, pr3, S4, sh);
+                        for (k = S4; k < S; k++) dot4_tail(h[k], pr0[k], pr1[k], pr2[k], pr3[k], sh);
+                        for (g = 0; g < 4; g++)
+                            gate[g] = sat16(ga[4 * u + g] + sat16(lstm_rq(&d->rec_q[g], (int32_t)sh[g], 0, right)));
+                    } else {
+                        for (g = 0; g < 4; g++) gate[g] = ga[4 * u + g];
+                    }
+                    pr0 += S;
+                    pr1 += S;
+                    pr2 += S;
+                    pr3 += S;
+                    ig = sigmoid_gate(gate[0]);
+                    fg = sigmoid_gate(gate[1]);
+                    cg = d->cell_sigmoid ? sigmoid_gate(gate[2]) : tanh_scaled(3 * gate[2]);
+                    og = sigmoid_gate(gate[3]);
+                    cv = sat16(lstm_rq(&d->fc_q, fg * (int32_t)c[u], 0, right));
+                    cv = sat16(cv + sat16(lstm_rq(&d->ig_q, ig * cg, 0, right)));
+                    if (clip > 0) cv = cv < -clip ? -clip : (cv > clip ? clip : cv);
+                    c[u] = (int16_t)cv;
+                    if (d->tanh_in_mul) {
+                        tx = tanh_scaled((cv * d->tanh_in_mul + d->tanh_in_rnd) >> d->tanh_in_shift);
+                    } else {
+                        tx = tanh16(cv, d->tanh_mult, d->tanh_shift);
+                    }
+                    hv = lstm_rq(&d->h_q, tx * og, h_zp, right);
+                    y[u] = (int8_t)(hv < -128 ? -128 : (hv > 127 ? 127 : hv));
+                }
+                /* the row's new hidden values become the hidden state */
+                memcpy(hs + (int64_t)b * S, y, (size_t)S);
+            }
+        }
+}
+
+/* The int8 LSTM on DSP cores (d->fold set). Batch rows are independent: per batch row, the steps in pairs. First
+ * the input part of the four gates of both steps, every unit (edge_dot2x2_s8: each weight word widened once for the
+ * two steps; no zero point per element: it is in the effective biases), requantized and saturated to int16 in
+ * scratch; then the recurrence step by step: each unit's four recurrent rows in one pass over the widened hidden
+ * state (edge_dot4_xw_s8) -- skipped while the hidden state holds its zero point everywhere (an invoke's first step
+ * from a reset state: every recurrent sum is then exactly 0) -- and the arithmetic of the general loops in int32
+ * (requantizations through edge_conv_rqw, sigmoid and tanh inputs int16). Bit-exact with the general loops. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* every helper inlined into the loops, the function optimized for speed: the firmware is built -Os, which kept the
+ * dot products, requantizations and table lookups as calls (~500 instructions per unit around the products), and
+ * whose register allocation finds no 13 free registers for edge_dot4_xw_s8's loop here */
+__attribute__((flatten, noinline, optimize("O2")))
+#endif
+static void eval_int8_dsp(const lstm_data_t *d, const edge_node_t *node, edge_ctx_t *ctx) {
+    /* two copies of the loops: the requantizations' short form is a constant in each */
+    if (d->rq_right) lstm_dsp_run(d, node, ctx, 1);
+    else lstm_dsp_run(d, node, ctx, 0);
+}
+#endif
+
 void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t *ctx) {
     const lstm_data_t *d = (const lstm_data_t *)node->user_data;
     const int32_t S = d->n_state, I = d->n_input;
@@ -385,6 +642,12 @@ void edge_eval_unidirectional_sequence_lstm(const edge_node_t *node, edge_ctx_t 
         eval_layer_norm_int8(d, node, ctx);
         return;
     }
+#if EDGE_DSP
+    if (d->fold) {
+        eval_int8_dsp(d, node, ctx);
+        return;
+    }
+#endif
     for (g = 0; g < 4; g++) {
         wi[g] = (const int8_t *)edge_in(ctx, node, in_w[g])->data;
         wr[g] = (const int8_t *)edge_in(ctx, node, rec_w[g])->data;
