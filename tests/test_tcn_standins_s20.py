@@ -78,6 +78,21 @@ def test_streaming_standins_carry_their_state():
     assert any(differs)
 
 
+@needs_c_runtime
+@pytest.mark.parametrize("name", NAMES)
+def test_standin_dsp_paths_emulated_equal_the_portable_ones(backend, dsp_runner, name, tmp_path):
+    """One invoke through edge-run-c built with the DSP paths emulated in C (the lone-pixel GEMV, the column
+    depthwise, their channel and k % 4 tails) equals the portable C runtime and the Python interpreter."""
+    from tests.oprunner import run_ours
+    from tests.test_ops_conv import _run_c, _run_exe
+
+    model = _model(name)
+    feeds = _stream_inputs(model, seed=11)[:1]
+    plain = _run_c(backend, model, feeds)[0]
+    np.testing.assert_array_equal(plain, run_ours(model, feeds)[0])
+    np.testing.assert_array_equal(_run_exe(dsp_runner, model, feeds, plain, tmp_path), plain)
+
+
 def _lcg_rounds(interp) -> list[list[np.ndarray]]:
     """tools/image_main.c's inputs of its two invokes (seed 12345, the top byte of each LCG step, input by input):
     the first round's and the second's (tests/oprunner.image_main_inputs gives the second only)."""
