@@ -128,9 +128,11 @@ def _host_hash_after_two_invokes(model: bytes, backend: str) -> int:
 @needs_c_runtime
 @pytest.mark.skipif(not (shutil.which("arm-none-eabi-gcc") and shutil.which("qemu-system-arm")),
                     reason="needs arm-none-eabi-gcc and qemu-system-arm")
-def test_standins_on_the_m4_board_give_the_host_bytes(tmp_path):
+@pytest.mark.parametrize("init_flags", [0, 2])
+def test_standins_on_the_m4_board_give_the_host_bytes(tmp_path, init_flags):
     """Every stand-in in one Cortex-M4 image (tools/image_main.c: two invokes, the second's output hashed): the
-    board's hash equals the host Python interpreter's and the host C runtime's after the same two invokes."""
+    board's hash equals the host Python interpreter's and the host C runtime's after the same two invokes; under the
+    default plan and the least-RAM request (init flags 2: EDGE_INIT_MEMORY_MIN, the compact requantization)."""
     from tests.oprunner import m4_image, m4_image_reports
 
     models = {name: _model(name) for name in NAMES}
@@ -139,7 +141,7 @@ def test_standins_on_the_m4_board_give_the_host_bytes(tmp_path):
         path = tmp_path / f"{name}.tflite"
         path.write_bytes(model)
         paths.append(path)
-    image_dir = m4_image(paths, tmp_path / "b", "IMAGE_DEFS=-DEDGE_IMAGE_INIT_FLAGS=0u")
+    image_dir = m4_image(paths, tmp_path / "b", f"IMAGE_DEFS=-DEDGE_IMAGE_INIT_FLAGS={init_flags}u")
     reports = m4_image_reports(image_dir / "edge-image.elf", list(models))
     failures = []
     for name, model in models.items():

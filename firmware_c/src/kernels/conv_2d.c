@@ -962,10 +962,15 @@ static void conv_window_sums(const conv_data_t *d, const int16_t *col, uint32_t 
  * [1, 1, 1, O]) whose window is one contiguous run of the input (inside it, no dilation along a row, and its rows
  * back to back: a 1x1 filter, a kh x 1 filter over a one-column input, a window of whole rows): the window's k
  * bytes, or NULL. The pair path ran such a pixel as a pair with itself (twice the MACs, and its im2col). */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* out of conv_int8: inlined, it changed how GCC -Os built that loop (kws_dscnn's staged
+                             first layer +0.3%) */
+#endif
 static const int8_t *conv_lone_window(const conv_data_t *d, const int8_t *xb, int32_t p) {
     const int32_t oy = p / d->geo.ow, ox = p % d->geo.ow, iy0 = oy * d->sh - d->geo.pt, ix0 = ox * d->sw - d->geo.pl;
     const int64_t row = (int64_t)d->kw * d->c; /* one window row's bytes when the row is contiguous */
-    if (d->groups != 1 || d->filter_offset || d->rq_generic || !d->rq || d->lo < -128 || d->hi > 127) return 0;
+    if (d->groups != 1 || d->filter_offset || d->rq_generic || !(d->rq || d->rqc) || d->lo < -128 || d->hi > 127)
+        return 0;
     if (iy0 < 0 || ix0 < 0 || iy0 + (int64_t)(d->kh - 1) * d->dh >= d->geo.h ||
         ix0 + (int64_t)(d->kw - 1) * d->dw >= d->geo.w)
         return 0;
@@ -1037,18 +1042,32 @@ static const int8_t *conv_lone_window(const conv_data_t *d, const int8_t *xb, in
     } while (0)
 #endif
 
+/* y[ch], y[ch + s], y[ch + 2s], y[ch + 3s] from the four sums: the channel's edge_rq (rq, or under the least-RAM
+ * plan the compact rqc), the output zero point, the clamp. Out of line: CONV_LONE4 needs every register. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void conv_lone_store(const conv_data_t *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, int32_t ch,
+                            int32_t s, int8_t *y) {
+    const int32_t zp = d->output_offset, lo = d->lo, hi = d->hi;
+    const uint32_t a[4] = {a0, a1, a2, a3};
+    int32_t j;
+    for (j = 0; j < 4; j++) {
+        const edge_rq_t q = d->rq ? d->rq[ch + j * s] : edge_rq_at(d->rqc, d->o, ch + j * s);
+        y[ch + j * s] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)a[j], zp), lo, hi);
+    }
+}
+
 /* y for that pixel, four channels per pass (CONV_LONE4 over the k / 4 groups, the k % 4 last values in C), the
- * bias, the channel's edge_rq, the clamp. O % 4 channels: the last four channels again (the same values rewritten;
- * O < 4: each channel alone, its row four times). */
+ * bias, the channel's edge_rq (rq, or under the least-RAM plan the compact rqc), the clamp. O % 4 channels: the
+ * last four channels again (the same values rewritten; O < 4: each channel alone, its row four times). */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
 static void conv_lone_pixel(const conv_data_t *d, const int8_t *win, const int8_t *wt, const int32_t *bias,
                             int8_t *y) {
-    const int32_t k = d->k, k4 = k & ~3, o = d->o, off = d->input_offset, zp = d->output_offset;
-    const int32_t lo = d->lo, hi = d->hi;
+    const int32_t k = d->k, k4 = k & ~3, o = d->o, off = d->input_offset;
     const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
-    const edge_rq_t *rq = d->rq;
     int32_t oc, t;
     for (oc = 0; oc < o; oc += o < 4 ? 1 : 4) {
         const int32_t base = o < 4 || oc + 4 <= o ? oc : o - 4;
@@ -1064,10 +1083,7 @@ static void conv_lone_pixel(const conv_data_t *d, const int8_t *win, const int8_
             a2 += (uint32_t)(v * w1[t]);
             a3 += (uint32_t)(v * w1[kr + t]);
         }
-        y[base] = (int8_t)edge_clamp32(edge_rq_apply(&rq[base], (int32_t)a0, zp), lo, hi);
-        y[c1] = (int8_t)edge_clamp32(edge_rq_apply(&rq[c1], (int32_t)a1, zp), lo, hi);
-        y[c2] = (int8_t)edge_clamp32(edge_rq_apply(&rq[c2], (int32_t)a2, zp), lo, hi);
-        y[c3] = (int8_t)edge_clamp32(edge_rq_apply(&rq[c3], (int32_t)a3, zp), lo, hi);
+        conv_lone_store(d, a0, a1, a2, a3, base, kr ? 1 : 0, y);
     }
 }
 #endif
@@ -1080,18 +1096,14 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
     for (b = 0; b < d->n; b++) {
         const int8_t *xb = x + (int64_t)b * d->geo.h * d->geo.w * d->c;
         int8_t *yb = y + (int64_t)b * npix * d->o;
-        for (p = 0; p < npix; p += 2) {
+        int32_t pend = npix; /* the pairs' end: a lone last pixel with a contiguous window is left to the GEMV */
+#if EDGE_DSP
+        const int8_t *lone = (npix & 1) ? conv_lone_window(d, xb, npix - 1) : 0;
+        if (lone) pend = npix - 1;
+#endif
+        for (p = 0; p < pend; p += 2) {
             const int two = p + 1 < npix;
             int8_t *y0 = yb + (int64_t)p * d->o;
-#if EDGE_DSP
-            if (!two) {
-                const int8_t *win = conv_lone_window(d, xb, p);
-                if (win) {
-                    conv_lone_pixel(d, win, wt, bias, y0);
-                    continue;
-                }
-            }
-#endif
             /* a lone last pixel runs as a pair with itself (its second copy is not stored) */
             if (pointwise) {
                 const int32_t q = p + two;
@@ -1115,6 +1127,9 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
                 conv_gemm(d, wt, col, bias, g * d->opg, (g + 1) * d->opg, y0, two ? y0 + d->o : y0, fo0, fo1);
             }
         }
+#if EDGE_DSP
+        if (lone) conv_lone_pixel(d, lone, wt, bias, yb + (int64_t)(npix - 1) * d->o);
+#endif
     }
 }
 
