@@ -419,8 +419,14 @@ def flex_options(options: dict) -> bytes:
 def image_main_inputs(interp) -> list[np.ndarray]:
     """The inputs tools/image_main.c writes before its second (reported) invoke: bytes from its LCG (seed 12345,
     top byte of each step), two rounds, input by input."""
+    return image_main_rounds(interp)[-1]
+
+
+def image_main_rounds(interp) -> list[list[np.ndarray]]:
+    """The inputs of both of tools/image_main.c's invokes (image_main_inputs: the second's), round by round: a
+    stateful model's second output depends on the first round too."""
     seed = 12345
-    feeds = []
+    rounds = []
     for _round in range(2):
         feeds = []
         for d in interp.get_input_details():
@@ -430,7 +436,8 @@ def image_main_inputs(interp) -> list[np.ndarray]:
                 seed = (seed * 1664525 + 1013904223) & 0xFFFFFFFF
                 out[k] = seed >> 24
             feeds.append(np.frombuffer(bytes(out), d["dtype"]).reshape(d["shape"]))
-    return feeds
+        rounds.append(feeds)
+    return rounds
 
 
 def image_main_hash(data: bytes) -> int:

@@ -93,31 +93,14 @@ def test_standin_dsp_paths_emulated_equal_the_portable_ones(backend, dsp_runner,
     np.testing.assert_array_equal(_run_exe(dsp_runner, model, feeds, plain, tmp_path), plain)
 
 
-def _lcg_rounds(interp) -> list[list[np.ndarray]]:
-    """tools/image_main.c's inputs of its two invokes (seed 12345, the top byte of each LCG step, input by input):
-    the first round's and the second's (tests/oprunner.image_main_inputs gives the second only)."""
-    seed, rounds = 12345, []
-    for _round in range(2):
-        feeds = []
-        for d in interp.get_input_details():
-            n = int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize
-            out = bytearray(n)
-            for k in range(n):
-                seed = (seed * 1664525 + 1013904223) & 0xFFFFFFFF
-                out[k] = seed >> 24
-            feeds.append(np.frombuffer(bytes(out), d["dtype"]).reshape(d["shape"]))
-        rounds.append(feeds)
-    return rounds
-
-
 def _host_hash_after_two_invokes(model: bytes, backend: str) -> int:
     """The host's output hash after the image's two invokes (the second reported; the state of the first carried)."""
     from edge_sdk import Interpreter
-    from tests.oprunner import image_main_hash
+    from tests.oprunner import image_main_hash, image_main_rounds
 
     interp = Interpreter(model_content=model, backend=backend)
     interp.allocate_tensors()
-    for feeds in _lcg_rounds(interp):
+    for feeds in image_main_rounds(interp):
         for d, x in zip(interp.get_input_details(), feeds):
             interp.set_tensor(d["index"], x)
         interp.invoke()

@@ -253,30 +253,28 @@ static inline void edge_copy_bytes(void *dst, const void *src, uint32_t n) {
         register uint32_t w0 __asm__("r4"), w1 __asm__("r5"), w2 __asm__("r6"), w3 __asm__("r7");
         uint8_t *d = (uint8_t *)dst;
         const uint8_t *s = (const uint8_t *)src;
-        if (((uintptr_t)s & 3u) == 0)
-            __asm__ volatile("1:\n\t"
-                             "ldmia %[s]!, {%[w0], %[w1], %[w2], %[w3]}\n\t"
-                             "stmia %[d]!, {%[w0], %[w1], %[w2], %[w3]}\n\t"
-                             "subs %[k], %[k], #1\n\t"
-                             "bne 1b"
-                             : [s] "+r"(s), [d] "+r"(d), [k] "+r"(blocks), [w0] "=&r"(w0), [w1] "=&r"(w1),
-                               [w2] "=&r"(w2), [w3] "=&r"(w3)
-                             :
-                             : "cc", "memory");
-        else
-            __asm__ volatile("1:\n\t"
-                             "ldr %[w0], [%[s]]\n\t"
-                             "ldr %[w1], [%[s], #4]\n\t"
-                             "ldr %[w2], [%[s], #8]\n\t"
-                             "ldr %[w3], [%[s], #12]\n\t"
-                             "adds %[s], %[s], #16\n\t"
-                             "stmia %[d]!, {%[w0], %[w1], %[w2], %[w3]}\n\t"
-                             "subs %[k], %[k], #1\n\t"
-                             "bne 1b"
-                             : [s] "+r"(s), [d] "+r"(d), [k] "+r"(blocks), [w0] "=&r"(w0), [w1] "=&r"(w1),
-                               [w2] "=&r"(w2), [w3] "=&r"(w3)
-                             :
-                             : "cc", "memory");
+        __asm__ volatile("tst %[s], #3\n\t"
+                         "bne 2f\n\t"
+                         "1:\n\t" /* src aligned: LDM */
+                         "ldmia %[s]!, {%[w0], %[w1], %[w2], %[w3]}\n\t"
+                         "stmia %[d]!, {%[w0], %[w1], %[w2], %[w3]}\n\t"
+                         "subs %[k], %[k], #1\n\t"
+                         "bne 1b\n\t"
+                         "b 3f\n\t"
+                         "2:\n\t" /* src unaligned: four LDRs */
+                         "ldr %[w0], [%[s]]\n\t"
+                         "ldr %[w1], [%[s], #4]\n\t"
+                         "ldr %[w2], [%[s], #8]\n\t"
+                         "ldr %[w3], [%[s], #12]\n\t"
+                         "adds %[s], %[s], #16\n\t"
+                         "stmia %[d]!, {%[w0], %[w1], %[w2], %[w3]}\n\t"
+                         "subs %[k], %[k], #1\n\t"
+                         "bne 2b\n\t"
+                         "3:"
+                         : [s] "+r"(s), [d] "+r"(d), [k] "+r"(blocks), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2),
+                           [w3] "=&r"(w3)
+                         :
+                         : "cc", "memory");
         memcpy(d, s, n & 15u);
         return;
     }
