@@ -418,13 +418,19 @@ def flex_options(options: dict) -> bytes:
 
 def image_main_inputs(interp, every_round: bool = False) -> list:
     """The inputs tools/image_main.c writes before its second (reported) invoke: bytes from its LCG (seed 12345,
-    top byte of each step), two rounds, input by input. ``every_round``: both rounds' inputs, [first, second] (the
-    image invokes once per round: a stateful model's reported output follows both)."""
+    top byte of each step), two rounds, input by input. ``every_round``: both rounds' inputs, [first, second]
+    (image_main_rounds)."""
+    rounds = image_main_rounds(interp)
+    return rounds if every_round else rounds[-1]
+
+
+def image_main_rounds(interp) -> list[list[np.ndarray]]:
+    """The inputs of both of tools/image_main.c's invokes, round by round: a stateful model's reported (second)
+    output depends on the first round too."""
     seed = 12345
-    feeds, rounds = [], []
+    rounds = []
     for _round in range(2):
         feeds = []
-        rounds.append(feeds)
         for d in interp.get_input_details():
             n = int(np.prod(d["shape"])) * np.dtype(d["dtype"]).itemsize
             out = bytearray(n)
@@ -432,7 +438,8 @@ def image_main_inputs(interp, every_round: bool = False) -> list:
                 seed = (seed * 1664525 + 1013904223) & 0xFFFFFFFF
                 out[k] = seed >> 24
             feeds.append(np.frombuffer(bytes(out), d["dtype"]).reshape(d["shape"]))
-    return rounds if every_round else feeds
+        rounds.append(feeds)
+    return rounds
 
 
 def image_main_hash(data: bytes) -> int:

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
@@ -101,7 +102,7 @@ void edge_eval_concatenation(const edge_node_t *node, edge_ctx_t *ctx) {
     for (o = 0; o < d->outer; o++)
         for (i = 0; i < d->n_inputs; i++) {
             const uint8_t *src = (const uint8_t *)edge_in(ctx, node, i)->data + o * d->block[i];
-            memcpy(dst, src, d->block[i]);
+            edge_copy_bytes(dst, src, d->block[i]); /* a block copy (edge_dsp.h) */
             dst += d->block[i];
         }
 }

@@ -957,6 +957,137 @@ static void conv_window_sums(const conv_data_t *d, const int16_t *col, uint32_t 
     *fo1 = (uint32_t)s1 * (uint32_t)d->filter_offset;
 }
 
+#if EDGE_DSP
+/* A lone output pixel (an odd pixel count's last: a streaming net's one position per invoke, [1, T, 1, C] ->
+ * [1, 1, 1, O]) whose window is one contiguous run of the input (inside it, no dilation along a row, and its rows
+ * back to back: a 1x1 filter, a kh x 1 filter over a one-column input, a window of whole rows): the window's k
+ * bytes, or NULL. The pair path ran such a pixel as a pair with itself (twice the MACs, and its im2col). */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* out of conv_int8: inlined, it changed how GCC -Os built that loop (kws_dscnn's staged
+                             first layer +0.3%) */
+#endif
+static const int8_t *conv_lone_window(const conv_data_t *d, const int8_t *xb, int32_t p) {
+    const int32_t oy = p / d->geo.ow, ox = p % d->geo.ow, iy0 = oy * d->sh - d->geo.pt, ix0 = ox * d->sw - d->geo.pl;
+    const int64_t row = (int64_t)d->kw * d->c; /* one window row's bytes when the row is contiguous */
+    if (d->groups != 1 || d->filter_offset || d->rq_generic || !(d->rq || d->rqc) || d->lo < -128 || d->hi > 127)
+        return 0;
+    if (iy0 < 0 || ix0 < 0 || iy0 + (int64_t)(d->kh - 1) * d->dh >= d->geo.h ||
+        ix0 + (int64_t)(d->kw - 1) * d->dw >= d->geo.w)
+        return 0;
+    if (d->kw > 1 && d->dw != 1) return 0;
+    if (d->kh > 1 && !(d->dh == 1 && row == (int64_t)d->geo.w * d->c)) return 0;
+    return xb + ((int64_t)iy0 * d->geo.w + ix0) * d->c;
+}
+
+/* y[oc..oc+3] += four rows' dot products with the window: per four values one LDR of the window, two SXTAB16 (the
+ * input offset added in both halves), per row one LDR, two SXTB16, two SMLAD: 26 instructions per 16 MACs (the pair
+ * path: 18 per 16 MACs of which a lone pixel keeps 8). Rows oc, oc + 1 at w0, w0 + kr; oc + 2, oc + 3 at w1, w1 + kr;
+ * n4 >= 1 groups of four values. */
+#if EDGE_DSP_ASM
+#define CONV_LONE4(xw, w0p, w1p, kr, n4, OFF2, a0, a1, a2, a3)                                              \
+    do {                                                                                                    \
+        const int8_t *x_ = (xw), *w0_ = (w0p), *w1_ = (w1p);                                                \
+        const int8_t *const xe_ = x_ + 4 * (n4);                                                            \
+        uint32_t xa_, xb_, wv_, t_;                                                                         \
+        __asm__ volatile("1:\n\t"                                                                           \
+                         "ldr %[wv], [%[x]], #4\n\t"                                                        \
+                         "sxtab16 %[xa], %[o2], %[wv]\n\t"                                                  \
+                         "sxtab16 %[xb], %[o2], %[wv], ror #8\n\t"                                          \
+                         "ldr %[wv], [%[w0], %[kr]]\n\t"                                                    \
+                         "sxtb16 %[t], %[wv]\n\t"                                                           \
+                         "smlad %[a1], %[xa], %[t], %[a1]\n\t"                                              \
+                         "sxtb16 %[t], %[wv], ror #8\n\t"                                                   \
+                         "smlad %[a1], %[xb], %[t], %[a1]\n\t"                                              \
+                         "ldr %[wv], [%[w0]], #4\n\t"                                                       \
+                         "sxtb16 %[t], %[wv]\n\t"                                                           \
+                         "smlad %[a0], %[xa], %[t], %[a0]\n\t"                                              \
+                         "sxtb16 %[t], %[wv], ror #8\n\t"                                                   \
+                         "smlad %[a0], %[xb], %[t], %[a0]\n\t"                                              \
+                         "ldr %[wv], [%[w1], %[kr]]\n\t"                                                    \
+                         "sxtb16 %[t], %[wv]\n\t"                                                           \
+                         "smlad %[a3], %[xa], %[t], %[a3]\n\t"                                              \
+                         "sxtb16 %[t], %[wv], ror #8\n\t"                                                   \
+                         "smlad %[a3], %[xb], %[t], %[a3]\n\t"                                              \
+                         "ldr %[wv], [%[w1]], #4\n\t"                                                       \
+                         "sxtb16 %[t], %[wv]\n\t"                                                           \
+                         "smlad %[a2], %[xa], %[t], %[a2]\n\t"                                              \
+                         "sxtb16 %[t], %[wv], ror #8\n\t"                                                   \
+                         "smlad %[a2], %[xb], %[t], %[a2]\n\t"                                              \
+                         "ldr %[t], %[xe]\n\t"                                                              \
+                         "cmp %[x], %[t]\n\t"                                                               \
+                         "bne 1b"                                                                           \
+                         : [x] "+&r"(x_), [w0] "+&r"(w0_), [w1] "+&r"(w1_), [a0] "+&r"(a0), [a1] "+&r"(a1), \
+                           [a2] "+&r"(a2), [a3] "+&r"(a3), [xa] "=&r"(xa_), [xb] "=&r"(xb_), [wv] "=&r"(wv_), \
+                           [t] "=&r"(t_)                                                                    \
+                         : [kr] "r"(kr), [o2] "r"(OFF2), [xe] "m"(xe_)                                      \
+                         : "cc", "memory");                                                                 \
+    } while (0)
+#else
+#define CONV_LONE4(xw, w0p, w1p, kr, n4, OFF2, a0, a1, a2, a3)                                              \
+    do {                                                                                                    \
+        const int8_t *x_ = (xw), *w0_ = (w0p), *w1_ = (w1p);                                                \
+        int32_t i_;                                                                                         \
+        for (i_ = 0; i_ < (n4); i_++, x_ += 4, w0_ += 4, w1_ += 4) {                                        \
+            const uint32_t xv_ = edge_get32(x_);                                                            \
+            const uint32_t xa_ = edge_sxtab16((OFF2), xv_), xb_ = edge_sxtab16_ror8((OFF2), xv_);           \
+            uint32_t wv_ = edge_get32(w0_);                                                                 \
+            a0 = edge_smlad(xb_, edge_sxtb16_ror8(wv_), edge_smlad(xa_, edge_sxtb16(wv_), a0));             \
+            wv_ = edge_get32(w0_ + (kr));                                                                   \
+            a1 = edge_smlad(xb_, edge_sxtb16_ror8(wv_), edge_smlad(xa_, edge_sxtb16(wv_), a1));             \
+            wv_ = edge_get32(w1_);                                                                          \
+            a2 = edge_smlad(xb_, edge_sxtb16_ror8(wv_), edge_smlad(xa_, edge_sxtb16(wv_), a2));             \
+            wv_ = edge_get32(w1_ + (kr));                                                                   \
+            a3 = edge_smlad(xb_, edge_sxtb16_ror8(wv_), edge_smlad(xa_, edge_sxtb16(wv_), a3));             \
+        }                                                                                                   \
+    } while (0)
+#endif
+
+/* y[ch], y[ch + s], y[ch + 2s], y[ch + 3s] from the four sums: the channel's edge_rq (rq, or under the least-RAM
+ * plan the compact rqc), the output zero point, the clamp. Out of line: CONV_LONE4 needs every register. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void conv_lone_store(const conv_data_t *d, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, int32_t ch,
+                            int32_t s, int8_t *y) {
+    const int32_t zp = d->output_offset, lo = d->lo, hi = d->hi;
+    const uint32_t a[4] = {a0, a1, a2, a3};
+    int32_t j;
+    for (j = 0; j < 4; j++) {
+        const edge_rq_t q = d->rq ? d->rq[ch + j * s] : edge_rq_at(d->rqc, d->o, ch + j * s);
+        y[ch + j * s] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)a[j], zp), lo, hi);
+    }
+}
+
+/* y for that pixel, four channels per pass (CONV_LONE4 over the k / 4 groups, the k % 4 last values in C), the
+ * bias, the channel's edge_rq (rq, or under the least-RAM plan the compact rqc), the clamp. O % 4 channels: the
+ * last four channels again (the same values rewritten; O < 4: each channel alone, its row four times). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void conv_lone_pixel(const conv_data_t *d, const int8_t *win, const int8_t *wt, const int32_t *bias,
+                            int8_t *y) {
+    const int32_t k = d->k, k4 = k & ~3, o = d->o, off = d->input_offset;
+    const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
+    int32_t oc, t;
+    for (oc = 0; oc < o; oc += o < 4 ? 1 : 4) {
+        const int32_t base = o < 4 || oc + 4 <= o ? oc : o - 4;
+        const int32_t kr = o < 4 ? 0 : k, c1 = base + (kr ? 1 : 0), c2 = base + (kr ? 2 : 0), c3 = base + (kr ? 3 : 0);
+        const int8_t *w0 = wt + (int64_t)base * k, *w1 = wt + (int64_t)c2 * k;
+        uint32_t a0 = bias ? (uint32_t)bias[base] : 0, a1 = bias ? (uint32_t)bias[c1] : 0;
+        uint32_t a2 = bias ? (uint32_t)bias[c2] : 0, a3 = bias ? (uint32_t)bias[c3] : 0;
+        if (k4) CONV_LONE4(win, w0, w1, kr, k4 / 4, off2, a0, a1, a2, a3);
+        for (t = k4; t < k; t++) {
+            const int32_t v = win[t] + off;
+            a0 += (uint32_t)(v * w0[t]);
+            a1 += (uint32_t)(v * w0[kr + t]);
+            a2 += (uint32_t)(v * w1[t]);
+            a3 += (uint32_t)(v * w1[kr + t]);
+        }
+        conv_lone_store(d, a0, a1, a2, a3, base, kr ? 1 : 0, y);
+    }
+}
+#endif
+
 static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y,
                       int16_t *cols) {
     const int32_t npix = d->geo.oh * d->geo.ow;
@@ -965,7 +1096,12 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
     for (b = 0; b < d->n; b++) {
         const int8_t *xb = x + (int64_t)b * d->geo.h * d->geo.w * d->c;
         int8_t *yb = y + (int64_t)b * npix * d->o;
-        for (p = 0; p < npix; p += 2) {
+        int32_t pend = npix; /* the pairs' end: a lone last pixel with a contiguous window is left to the GEMV */
+#if EDGE_DSP
+        const int8_t *lone = (npix & 1) ? conv_lone_window(d, xb, npix - 1) : 0;
+        if (lone) pend = npix - 1;
+#endif
+        for (p = 0; p < pend; p += 2) {
             const int two = p + 1 < npix;
             int8_t *y0 = yb + (int64_t)p * d->o;
             /* a lone last pixel runs as a pair with itself (its second copy is not stored) */
@@ -991,6 +1127,9 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
                 conv_gemm(d, wt, col, bias, g * d->opg, (g + 1) * d->opg, y0, two ? y0 + d->o : y0, fo0, fo1);
             }
         }
+#if EDGE_DSP
+        if (lone) conv_lone_pixel(d, lone, wt, bias, yb + (int64_t)(npix - 1) * d->o);
+#endif
     }
 }
 

@@ -1051,8 +1051,9 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
                     rs5[fy][j] = sr * (uint32_t)off;
                     swt += sr;
                 }
-            } else {
-                for (t = 0; t < kh * kw; t++) swt += (uint32_t)wt[(int64_t)t * c + ch + j];
+            } else if (is3x3) { /* fb serves the 3x3 runs only: the other windows add the offset to each input
+                                  * (hey_jarvis's 21x1, 60 channels: this sum was ~6,000 of its 20,080 instructions) */
+                for (t = 0; t < 9; t++) swt += (uint32_t)wt[(int64_t)t * c + ch + j];
             }
             b4[j] = bias ? (uint32_t)bias[ch + j] : 0;
             run.fb[j] = b4[j] + swt * (uint32_t)off;
@@ -1154,8 +1155,63 @@ static inline void dw_int8_m1_body(const dw_data_t *d, const int8_t *x, const in
 #ifndef EDGE_WITH_DW_COLUMN
 #define EDGE_WITH_DW_COLUMN 1
 #endif
+/* A column filter over a one-column input ([n, h, 1, c] -> [n, oh, 1, c], kh x 1: a streaming keyword net's
+ * temporal depthwise, hey_jarvis's 5x1 .. 21x1 at one output position an invoke): per group of four channels the
+ * requantization unpacked once, per output row the bias, the valid taps in one DW_ROW4 run down the column (input
+ * and weights step by c alike) and one dw_store4; the c % 4 channels by the reference loop. The general body's
+ * per-pixel bookkeeping (the inside-run tests, the column taps, the generic / 3x3 / 5x5 branches) cost ~400
+ * instructions a group of four channels there, 2-3x the taps of a window of 5..13. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void dw_int8_col(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
+    const int32_t c = d->c, c4 = c & ~3, kh = d->kh, h = d->geo.h, oh = d->geo.oh, sh = d->sh, dh = d->dh;
+    const int32_t pt = d->geo.pt, n = d->n, xrow = dh * c, off = d->input_offset;
+    const uint32_t off2 = (uint32_t)(uint16_t)off * 0x10001u;
+    dw_out_t o;
+    edge_rq_t q[4];
+    int32_t ch, b, oy, fy, fy0, fy1;
+    o.zp = d->output_offset;
+    o.lo = d->lo;
+    o.hi = d->hi;
+    o.lo4 = (uint32_t)(uint8_t)d->lo * 0x01010101u;
+    o.hi4 = (uint32_t)(uint8_t)d->hi * 0x01010101u;
+    for (ch = 0; ch < c4; ch += 4) {
+        const uint32_t b0 = bias ? (uint32_t)bias[ch] : 0, b1 = bias ? (uint32_t)bias[ch + 1] : 0;
+        const uint32_t b2 = bias ? (uint32_t)bias[ch + 2] : 0, b3 = bias ? (uint32_t)bias[ch + 3] : 0;
+        q[0] = edge_rq_at(d->rq, d->oc, ch);
+        q[1] = edge_rq_at(d->rq, d->oc, ch + 1);
+        q[2] = edge_rq_at(d->rq, d->oc, ch + 2);
+        q[3] = edge_rq_at(d->rq, d->oc, ch + 3);
+        for (b = 0; b < n; b++) {
+            const int8_t *xb = x + (int32_t)b * h * c + ch; /* [n, h, 1, c] fits 31 bits (an arena tensor) */
+            int8_t *yp = y + (int32_t)b * oh * c + ch;
+            for (oy = 0; oy < oh; oy++, yp += c) {
+                const int32_t iy0 = oy * sh - pt;
+                uint32_t a0 = b0, a1 = b1, a2 = b2, a3 = b3;
+                edge_conv_taps(iy0, dh, h, kh, &fy0, &fy1);
+                if (fy1 > fy0)
+                    DW_ROW4(xb + (iy0 + fy0 * dh) * c, wt + fy0 * c + ch, fy1 - fy0, xrow, c, off2, a0, a1, a2, a3);
+                dw_store4(a0, a1, a2, a3, q, yp, &o);
+            }
+        }
+    }
+    for (; ch < c; ch++) /* the c % 4 channels */
+        for (b = 0; b < n; b++)
+            for (oy = 0; oy < oh; oy++) {
+                const int32_t iy0 = oy * sh - pt;
+                uint32_t acc = bias ? (uint32_t)bias[ch] : 0;
+                edge_conv_taps(iy0, dh, h, kh, &fy0, &fy1);
+                for (fy = fy0; fy < fy1; fy++)
+                    acc += (uint32_t)((x[((int32_t)b * h + iy0 + fy * dh) * c + ch] + off) * wt[fy * c + ch]);
+                y[((int32_t)b * oh + oy) * c + ch] = dw_out8(d, acc, ch);
+            }
+}
+
 static void dw_int8_m1(const dw_data_t *d, const int8_t *x, const int8_t *wt, const int32_t *bias, int8_t *y) {
     if (d->rq_generic) dw_int8_m1_body(d, x, wt, bias, y, 1, 0);
+    else if (EDGE_WITH_DW_COLUMN && d->kw == 1 && d->geo.w == 1 && d->geo.ow == 1 && d->geo.pl == 0)
+        dw_int8_col(d, x, wt, bias, y);
     else if (EDGE_WITH_DW_5X5 && d->kh == 5 && d->kw == 5) dw_int8_m1_body(d, x, wt, bias, y, 0, 5);
     else if (EDGE_WITH_DW_COLUMN && d->kw == 1) dw_int8_m1_body(d, x, wt, bias, y, 0, 1);
     else dw_int8_m1_body(d, x, wt, bias, y, 0, 0);

@@ -1,12 +1,16 @@
 /* STRIDED_SLICE with constant begin/end/strides and all five masks plus the offset flag, read as LiteRT's
  * reference kernel reads them (edge_sdk/runtime/kernels/shape.py _strided_slice_plan; TFLM strided_slice.cc is the
  * same without ellipsis/new-axis). Prepare resolves every (effective) dimension to start, step and count,
- * drops the dimensions that take one element, and folds the rest into input strides; eval is an odometer
- * copy over the output in order.
+ * drops the dimensions that take one element, folds the rest into input strides and merges each dimension into
+ * the one outside it where they step through the input as one (a ring buffer's [1, T + 1, 1, C] -> [1, T, 1, C]:
+ * one run of T * C elements). Eval copies a run of contiguous elements (innermost step 1) as one block per outer
+ * index (edge_copy_bytes: hey_jarvis's 1,200-byte slice 8,200 -> ~600 instructions on the M4), other slices by the
+ * odometer gather over the output in order.
  */
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
@@ -22,6 +26,8 @@ typedef struct {
     int64_t count;                /* output elements */
     int32_t dims[EDGE_INDEX_MAX_RANK]; /* output counts per odometer dimension */
     int64_t step[EDGE_INDEX_MAX_RANK]; /* input elements per step along it (signed) */
+    uint32_t run_bytes;           /* innermost step 1: bytes of one contiguous run (dims[rank - 1] elements),
+                                   * copied as a block per outer index; 0: the odometer gather */
 } ss_data_t;
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
@@ -164,11 +170,40 @@ edge_status_t edge_prepare_strided_slice(edge_node_t *node, edge_ctx_t *ctx) {
         d->dims[0] = 1;
         d->step[0] = 0;
     }
+    /* merge dimension i into i - 1 where a step along i - 1 is dims[i] steps along i (the input walks on as one) */
+    for (i = d->rank - 1; i >= 1; i--) {
+        if (d->step[i - 1] == d->step[i] * d->dims[i] && (int64_t)d->dims[i - 1] * d->dims[i] <= 0x7fffffff) {
+            int32_t k;
+            d->dims[i - 1] *= d->dims[i];
+            d->step[i - 1] = d->step[i];
+            for (k = i; k + 1 < d->rank; k++) {
+                d->dims[k] = d->dims[k + 1];
+                d->step[k] = d->step[k + 1];
+            }
+            d->rank--;
+        }
+    }
+    d->run_bytes = 0;
+    if ((d->step[d->rank - 1] == 1 || d->dims[d->rank - 1] == 1) && (int64_t)d->dims[d->rank - 1] * d->elem <= 0x7fffffff)
+        d->run_bytes = (uint32_t)((int64_t)d->dims[d->rank - 1] * d->elem);
     return EDGE_OK;
 }
 
 void edge_eval_strided_slice(const edge_node_t *node, edge_ctx_t *ctx) {
     const ss_data_t *d = (const ss_data_t *)node->user_data;
+    if (d->run_bytes && d->count) { /* contiguous runs: one block each, the outer dimensions by an odometer */
+        const uint8_t *x = (const uint8_t *)edge_in(ctx, node, 0)->data;
+        uint8_t *y = (uint8_t *)edge_out(ctx, node, 0)->data;
+        const int32_t outer = d->rank - 1;
+        int32_t idx[EDGE_INDEX_MAX_RANK] = {0};
+        int64_t pos = d->base, done;
+        for (done = 0; done < d->count; done += d->dims[outer]) {
+            edge_copy_bytes(y, x + pos * d->elem, d->run_bytes);
+            y += d->run_bytes;
+            edge_odometer_next(idx, d->dims, d->step, outer, &pos); /* over dimensions 0 .. outer - 1 */
+        }
+        return;
+    }
     edge_strided_gather(edge_in(ctx, node, 0)->data, edge_out(ctx, node, 0)->data, d->elem, d->base, d->rank, d->dims,
                         d->step, d->count);
 }
