@@ -18,7 +18,7 @@ import pytest
 
 from edge_sdk.model import read_model
 from tests.conftest import needs_c_runtime
-from tests.oprunner import m4_image_mismatches, run_on
+from tests.oprunner import T, m4_image_mismatches, op_model, run_on
 from tests.peers import run_tflm
 from tests.test_ops_conv import _run_exe  # dsp_runner: tests/conftest.py
 
@@ -76,7 +76,7 @@ def test_standins_are_bit_exact_with_tflm_on_every_runtime(standins, dsp_runner,
             got = run_on(runtime, model, [x])[0]
             assert np.array_equal(got, want), f"{name}, {runtime}: {np.abs(got.astype(int) - want).max()} off"
         got = _run_exe(dsp_runner, model, [x], want, tmp_path)
-        assert np.array_equal(got, want), f"{name}, C with the M4's DSP paths: {np.abs(got.astype(int) - want).max()} off"
+        assert np.array_equal(got, want), f"{name}, DSP build: {np.abs(got.astype(int) - want).max()} off"
 
 
 @pytest.mark.slow
@@ -88,3 +88,85 @@ def test_two_standins_give_the_host_bytes_on_the_qemu_board(standins, tmp_path):
     models = {name: standins[name] for name in ("attn_block_t16_d32_h1", "kwt_f16_d32_h2")}
     failures = m4_image_mismatches(models, tmp_path / "b")
     assert not failures, f"the M4 board's output differs from the host's on {failures}"
+
+
+# ------------------------------------------------------------------ the M4 paths op by op (EDGE_DSP, emulated on host)
+# Each case: TFLM == our Python interpreter == the portable C build == the C build with the M4's DSP paths emulated
+# (-DEDGE_EMULATE_DSP), bit for bit.
+
+# name: (lhs shape, rhs shape, adj_x, adj_y, lhs zp, rhs zp, output scale over the one that spreads a sum of
+# random products over about +-40)
+BMM_CASES = {
+    "bmm-scores-adj-y": ((2, 16, 8), (2, 16, 8), False, True, -3, 5, 1.0),  # Q.K^T per head
+    "bmm-context-plain-rhs": ((2, 16, 16), (2, 16, 8), False, False, -128, 0, 1.0),  # P.V: rhs copied to rows
+    "bmm-odd-sizes-adj-x": ((3, 7, 5), (3, 7, 9), True, False, 17, -9, 0.7),  # both operands copied, odd R / C / K
+    "bmm-broadcast-rhs": ((2, 3, 5, 6), (6, 7), False, False, 0, 127, 2.0),  # one rhs matrix for six products
+    "bmm-rank2-adj-both": ((13, 3), (11, 13), True, True, -1, -128, 1.0),  # K = 13: a tail of one
+    "bmm-wide-multiplier": ((1, 4, 8), (1, 8, 4), False, False, 2, -2, 0.002),  # a ratio edge_rq does not take
+}
+
+
+def _bmm_case(name):
+    ls, rs, adj_x, adj_y, lzp, rzp, gain = BMM_CASES[name]
+    rng = np.random.default_rng(len(name) * 7919 + sum(map(ord, name)))
+    rows, cols = (ls[-1] if adj_x else ls[-2]), (rs[-2] if adj_y else rs[-1])
+    depth = ls[-2] if adj_x else ls[-1]
+    out_shape = tuple(np.broadcast_shapes(ls[:-2], rs[:-2])) + (rows, cols)
+    out_scale = gain * 0.05 * 0.04 * 74 * 74 * np.sqrt(depth) / 40  # random bytes: 74 = their standard deviation
+    model = op_model("BATCH_MATMUL", [T(ls, "INT8", 0.05, lzp), T(rs, "INT8", 0.04, rzp)],
+                     [T(out_shape, "INT8", float(out_scale), 3)], options={"adj_x": adj_x, "adj_y": adj_y})
+    return model, [rng.integers(-128, 128, ls).astype(np.int8), rng.integers(-128, 128, rs).astype(np.int8)]
+
+
+# name: (shape, input scale, beta, output type)
+SOFTMAX_CASES = {
+    "softmax-scores-16x16": ((2, 16, 16), 0.03, 1.0, "INT8"),  # the table: range + 1 <= elements
+    "softmax-head-12": ((1, 12), 0.03, 1.0, "INT8"),  # each element's exp kept: fewer elements than the range
+    "softmax-tiny-3": ((1, 3), 0.01, 1.0, "INT8"),
+    "softmax-1000-classes": ((1, 1000), 0.05, 1.0, "INT8"),
+    "softmax-rows-odd-beta": ((5, 7), 0.02, 0.7, "INT8"),
+    "softmax-radius": ((3, 40), 1.5, 2.0, "INT8"),  # a coarse scale: differences beyond the input radius give 0
+    "softmax-int16-out": ((4, 33), 0.06, 1.0, "INT16"),
+}
+
+
+def _softmax_case(name):
+    shape, scale, beta, out_type = SOFTMAX_CASES[name]
+    rng = np.random.default_rng(len(name) * 104729 + sum(map(ord, name)))
+    out = T(shape, "INT8", 1 / 256, -128) if out_type == "INT8" else T(shape, "INT16", 1 / 65536, -32768)
+    model = op_model("SOFTMAX", [T(shape, "INT8", scale, 4)], [out], options={"beta": beta})
+    return model, [rng.integers(-128, 128, shape).astype(np.int8)]
+
+
+# name: (shape, perm): rows kept whole (block copies: the M4's word loop)
+TRANSPOSE_ROW_CASES = {
+    "transpose-heads-split": ((16, 4, 8), (1, 0, 2)),  # [T, H, dh] -> [H, T, dh]
+    "transpose-heads-odd-row": ((9, 3, 6), (1, 0, 2)),  # rows of 6 bytes: a word and a tail
+    "transpose-rank4-rows": ((2, 5, 3, 7), (2, 0, 1, 3)),  # merged to three dims
+    "transpose-rank5-odometer": ((2, 3, 2, 2, 5), (3, 1, 2, 0, 4)),  # four outer dims: the odometer
+}
+
+
+def _transpose_case(name):
+    shape, perm = TRANSPOSE_ROW_CASES[name]
+    out = tuple(shape[p] for p in perm)
+    model = op_model("TRANSPOSE", [T(shape, "INT8", 0.1, 0), T((len(perm),), "INT32", data=np.array(perm, np.int32))],
+                     [T(out, "INT8", 0.1, 0)])
+    return model, [np.random.default_rng(len(name)).integers(-128, 128, shape).astype(np.int8)]
+
+
+CASES = {**{k: _bmm_case for k in BMM_CASES}, **{k: _softmax_case for k in SOFTMAX_CASES},
+         **{k: _transpose_case for k in TRANSPOSE_ROW_CASES}}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_m4_paths_equal_tflm_and_the_portable_build(dsp_runner, tmp_path, name):
+    model, feeds = CASES[name](name)
+    want = run_tflm(model, feeds, isolate=True)[0]
+    least = {"bmm-wide-multiplier": 1, "softmax-radius": 1, "softmax-tiny-3": 2}.get(name, 16 if "bmm" in name else 3)
+    assert np.unique(want).size > least, f"{name}: a flat output tests little"
+    for runtime in ("python", "c"):
+        got = run_on(runtime, model, feeds)[0]
+        assert np.array_equal(got, want), f"{name}, {runtime}: {np.abs(got.astype(int) - want).max()} off"
+    got = _run_exe(dsp_runner, model, feeds, want, tmp_path)
+    assert np.array_equal(got, want), f"{name}, DSP build: {np.abs(got.astype(int) - want).max()} off"

@@ -9,6 +9,7 @@
  * type. A FLOAT32 lhs with a constant INT8 rhs runs LiteRT's hybrid kernel (hybrid.c).
  */
 #include "edge_kernel.h"
+#include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 #include "../edge_bmm.h"
 #include "../edge_hybrid.h"
@@ -22,6 +23,12 @@ typedef struct {
     int32_t adj_x, adj_y;
     int32_t multiplier, shift;                /* INT8 / INT16: the requantization */
     int32_t l_zp, r_zp, out_zp, qmin, qmax;
+#if EDGE_DSP
+    int32_t dsp_lhs, dsp_rhs;                 /* INT8: scratch for the lhs as [R, K] (adj_x) and the rhs as [C, K]
+                                               * (not adj_y), -1: the operand is already rows of K */
+    int32_t dsp_rq_ok;                        /* dsp_rq holds the requantization (edge_rq_make took it) */
+    edge_rq_t dsp_rq;
+#endif
 #if EDGE_SIMD
     edge_simd_sgemm_t *simd;                  /* on a CPU with a float GEMM: one per distinct rhs matrix when the
                                                * rhs is constant (packed here), else one repacked per product into
@@ -73,9 +80,10 @@ static edge_status_t bmm_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, bmm_da
 #endif
 
 /* INT8 / INT16: offsets, range, and the multiplier of float32(l_scale * r_scale) / out_scale (as TFLM). */
-static edge_status_t bmm_prepare_int(edge_ctx_t *ctx, bmm_data_t *d, const edge_tensor_t *l, const edge_tensor_t *r,
-                                     const edge_tensor_t *out) {
+static edge_status_t bmm_prepare_int(edge_node_t *node, edge_ctx_t *ctx, bmm_data_t *d, const edge_tensor_t *l,
+                                     const edge_tensor_t *r, const edge_tensor_t *out) {
     const float product = l->scale * r->scale;
+    (void)node; /* the DSP build's scratch requests */
     if (!l->quantized || !r->quantized || !out->quantized)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: integer operands and output must be quantized");
     if (l->n_scales > 1 || r->n_scales > 1)
@@ -89,6 +97,17 @@ static edge_status_t bmm_prepare_int(edge_ctx_t *ctx, bmm_data_t *d, const edge_
     d->out_zp = out->zero_point;
     d->qmin = l->type == EDGE_INT8 ? -128 : -32768;
     d->qmax = l->type == EDGE_INT8 ? 127 : 32767;
+#if EDGE_DSP
+    d->dsp_lhs = d->dsp_rhs = -1;
+    if (l->type == EDGE_INT8) {
+        edge_status_t s = EDGE_OK;
+        d->dsp_rq_ok = edge_rq_make(&d->dsp_rq, d->multiplier, d->shift) == 0;
+        if (d->adj_x) s = edge_request_scratch(ctx, node, (size_t)d->g.rows * (size_t)d->g.depth, &d->dsp_lhs);
+        if (s == EDGE_OK && !d->adj_y)
+            s = edge_request_scratch(ctx, node, (size_t)d->g.cols * (size_t)d->g.depth, &d->dsp_rhs);
+        return s;
+    }
+#endif
     return EDGE_OK;
 }
 
@@ -119,7 +138,7 @@ edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
         d->adj_y = edge_opt_int(node, 1, 1, 0) != 0;
     }
     s = edge_bmm_shape(node, ctx, l, r, d->adj_x, d->adj_y, &d->g);
-    if (s == EDGE_OK && l->type != EDGE_FLOAT32) return bmm_prepare_int(ctx, d, l, r, out);
+    if (s == EDGE_OK && l->type != EDGE_FLOAT32) return bmm_prepare_int(node, ctx, d, l, r, out);
 #if EDGE_SIMD
     if (s == EDGE_OK) s = bmm_prepare_simd(node, ctx, d, r);
 #endif
@@ -192,12 +211,101 @@ static void bmm_one_int16(const bmm_data_t *d, const int16_t *lhs, const int16_t
         }
 }
 
+#if EDGE_DSP
+/* [R, K] rows <- a [K, R] operand (adj_x lhs / a plain rhs [K, C]): the DSP product reads both operands as rows
+ * of K. */
+static const int8_t *bmm_rows_of_k(const int8_t *src, int32_t K, int32_t n, int8_t *dst) {
+    int32_t i, k;
+    for (k = 0; k < K; k++, src += n)
+        for (i = 0; i < n; i++) dst[(int64_t)i * K + k] = src[i];
+    return dst;
+}
+
+static int8_t bmm_rq_int8(const bmm_data_t *d, uint32_t acc) {
+    const int32_t v = d->dsp_rq_ok ? edge_rq_apply(&d->dsp_rq, (int32_t)acc, d->out_zp)
+                                   : edge_mbqm((int32_t)acc, d->multiplier, d->shift) + d->out_zp;
+    return (int8_t)(v < d->qmin ? d->qmin : v > d->qmax ? d->qmax : v);
+}
+
+/* One INT8 [R, C] product on the DSP: lhs rows [R, K], rhs rows [C, K] (scratch copies where the operand's layout is
+ * the other one). sum_k (l - l_zp) (r - r_zp) = sum_k (l - l_zp) r - r_zp sum_k (l - l_zp): the first sum as SMLAD
+ * pairs over a 2 x 2 block of outputs (per four k: two lhs words widened with the offset -l_zp by SXTAB16, two rhs
+ * words by SXTB16, eight SMLAD: 20 instructions for 16 MACs), the second once per lhs row. Both wrap in uint32
+ * as the portable loop's sum: the same bytes (tests/test_attn_standins_s20.py). */
+static void bmm_one_int8_dsp(const bmm_data_t *d, const int8_t *lhs, const int8_t *rhs, int8_t *y) {
+    const int32_t R = d->g.rows, C = d->g.cols, K = d->g.depth, K4 = K & ~3;
+    const uint32_t off2 = (uint32_t)(uint16_t)(-d->l_zp) * 0x10001u;
+    int32_t i, j, k;
+    for (i = 0; i < R; i += 2) {
+        const int8_t *l0 = lhs + (int64_t)i * K, *l1 = i + 1 < R ? l0 + K : l0; /* a lone last row: twice */
+        uint32_t ls0 = 0, ls1 = 0, rz0, rz1;
+        for (k = 0; k < K; k++) {
+            ls0 += (uint32_t)(l0[k] - d->l_zp);
+            ls1 += (uint32_t)(l1[k] - d->l_zp);
+        }
+        rz0 = ls0 * (uint32_t)d->r_zp;
+        rz1 = ls1 * (uint32_t)d->r_zp;
+        for (j = 0; j < C; j += 2) {
+            const int8_t *r0 = rhs + (int64_t)j * K, *r1 = j + 1 < C ? r0 + K : r0;
+            uint32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0;
+            for (k = 0; k < K4; k += 4) {
+                const uint32_t x0 = edge_get32(l0 + k), x1 = edge_get32(l1 + k);
+                const uint32_t w0 = edge_get32(r0 + k), w1 = edge_get32(r1 + k);
+                const uint32_t x0a = edge_sxtab16(off2, x0), x0b = edge_sxtab16_ror8(off2, x0);
+                const uint32_t x1a = edge_sxtab16(off2, x1), x1b = edge_sxtab16_ror8(off2, x1);
+                const uint32_t w0a = edge_sxtb16(w0), w0b = edge_sxtb16_ror8(w0);
+                const uint32_t w1a = edge_sxtb16(w1), w1b = edge_sxtb16_ror8(w1);
+                a00 = edge_smlad(x0b, w0b, edge_smlad(x0a, w0a, a00));
+                a01 = edge_smlad(x0b, w1b, edge_smlad(x0a, w1a, a01));
+                a10 = edge_smlad(x1b, w0b, edge_smlad(x1a, w0a, a10));
+                a11 = edge_smlad(x1b, w1b, edge_smlad(x1a, w1a, a11));
+            }
+            for (; k < K; k++) {
+                const int32_t x0 = l0[k] - d->l_zp, x1 = l1[k] - d->l_zp;
+                a00 += (uint32_t)(x0 * r0[k]);
+                a01 += (uint32_t)(x0 * r1[k]);
+                a10 += (uint32_t)(x1 * r0[k]);
+                a11 += (uint32_t)(x1 * r1[k]);
+            }
+            y[(int64_t)i * C + j] = bmm_rq_int8(d, a00 - rz0);
+            if (j + 1 < C) y[(int64_t)i * C + j + 1] = bmm_rq_int8(d, a01 - rz0);
+            if (i + 1 < R) {
+                y[(int64_t)(i + 1) * C + j] = bmm_rq_int8(d, a10 - rz1);
+                if (j + 1 < C) y[(int64_t)(i + 1) * C + j + 1] = bmm_rq_int8(d, a11 - rz1);
+            }
+        }
+    }
+}
+#endif
+
 /* The integer kinds over every batch index (strides in elements, as the float loop). */
-static void bmm_eval_int(const bmm_data_t *d, const edge_tensor_t *l, const edge_tensor_t *r, edge_tensor_t *out) {
+static void bmm_eval_int(const edge_node_t *node, edge_ctx_t *ctx, const bmm_data_t *d, const edge_tensor_t *l,
+                         const edge_tensor_t *r, edge_tensor_t *out) {
     const int64_t per = (int64_t)d->g.rows * d->g.cols;
     int32_t idx[EDGE_BMM_MAX_BATCH] = {0, 0, 0};
     int64_t lo = 0, ro = 0, yo = 0;
+#if EDGE_DSP
+    int64_t last_ro = -1; /* the rhs matrix last copied to rows of K (a broadcast rhs is copied once) */
+#endif
+    (void)node;
+    (void)ctx;
     do {
+#if EDGE_DSP
+        if (out->type == EDGE_INT8) {
+            const int8_t *lm = (const int8_t *)l->data + lo, *rm = (const int8_t *)r->data + ro;
+            if (d->dsp_lhs >= 0)
+                lm = bmm_rows_of_k(lm, d->g.depth, d->g.rows, (int8_t *)edge_scratch(ctx, node, d->dsp_lhs));
+            if (d->dsp_rhs >= 0) {
+                int8_t *t = (int8_t *)edge_scratch(ctx, node, d->dsp_rhs);
+                if (ro != last_ro) bmm_rows_of_k(rm, d->g.depth, d->g.cols, t);
+                last_ro = ro;
+                rm = t;
+            }
+            bmm_one_int8_dsp(d, lm, rm, (int8_t *)out->data + yo);
+            yo += per;
+            continue;
+        }
+#endif
         if (EDGE_WITH_INT16 && out->type == EDGE_INT16)
             bmm_one_int16(d, (const int16_t *)l->data + lo, (const int16_t *)r->data + ro, (int16_t *)out->data + yo);
         else
@@ -242,7 +350,7 @@ void edge_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
     }
     if (edge_tensor_elements(edge_out(ctx, node, 0)) == 0) return;
     if (edge_out(ctx, node, 0)->type != EDGE_FLOAT32) {
-        bmm_eval_int(d, edge_in(ctx, node, 0), edge_in(ctx, node, 1), edge_out(ctx, node, 0));
+        bmm_eval_int(node, ctx, d, edge_in(ctx, node, 0), edge_in(ctx, node, 1), edge_out(ctx, node, 0));
         return;
     }
     for (;;) {

@@ -20,6 +20,7 @@
  */
 #include <string.h>
 #include "edge_kernel.h"
+#include "../edge_dsp.h"
 #include "../edge_fixedpoint_act.h"
 #include "../simd/edge_simd.h"
 
@@ -33,7 +34,11 @@ typedef struct {
     int32_t out_bits, out_min, out_max;
     int32_t multiplier, shift;   /* int16 input */
     int32_t diff_min;            /* int8: exp of differences below it is 0 (beyond the input radius) */
-    int32_t scratch;             /* int8, big inputs: a 256-entry exp table built per invoke; else -1 */
+    int32_t scratch;             /* int8, big inputs: a 256-entry exp table built per invoke; else -1 (d->dsp:
+                                  * min(256, elements) int32s, the table or a small input's exps, per invoke) */
+#if EDGE_DSP
+    int32_t dsp;                 /* int8 rows by softmax_int8_eval_dsp (not under the least-RAM plan) */
+#endif
     int16_t *exp_lut, *recip_lut; /* int16: EA_LUT16_SIZE entries each */
 #if EDGE_SIMD
     int32_t simd;                /* float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
@@ -114,6 +119,9 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
         radius = ((int64_t)31 << 26) >> d->shift;
         d->diff_min = radius > 1000000000 ? -1000000000 : -(int32_t)radius;
         d->scratch = -1;
+#if EDGE_DSP
+        d->dsp = 0;
+#endif
 #if EDGE_SIMD
         if (edge_simd_level()) {
             int32_t k;
@@ -122,6 +130,15 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
             for (k = 0; k < 256; k++) d->exp8_table[k] = softmax_exp8(d, k);
             d->lut_level = edge_simd_lut8(edge_simd_level(), NULL, NULL, NULL, 0) ? edge_simd_level() : 0;
             return EDGE_OK;
+        }
+#endif
+#if EDGE_DSP
+        /* the M4's rows (softmax_int8_eval_dsp): each exp computed once, in a table or per element, in a scratch of
+         * up to 1 KB; the least-RAM plan keeps the rows below (no scratch up to 512 elements) */
+        if (!edge_least_ram(ctx->interp)) {
+            d->dsp = 1;
+            return edge_request_scratch(ctx, node, (size_t)(n < 256 ? (n ? n : 1) : 256) * sizeof(int32_t),
+                                        &d->scratch);
         }
 #endif
         /* exp per element (twice) is cheaper than tabulating all 256 differences for small inputs */
@@ -212,6 +229,65 @@ static void softmax_int8_row_lut(const softmax_data_t *d, const int32_t *table, 
 }
 #endif
 
+#if EDGE_DSP
+/* One row's outputs from its exps e(i) (Q0.31; table: e(i) = table[max - x[i]], else exps[i]): the sum at Q12,
+ * GetReciprocal, each exp scaled -- softmax_int8_row's integer steps, its rounding divide in 32 bits where the
+ * exponent allows (the scaled exps are >= 0 and below 2^31: the same value as the 64-bit one). */
+static void softmax_int8_row_exps(const softmax_data_t *d, const int32_t *table, const int32_t *exps, int32_t max,
+                                  const int8_t *x, void *y) {
+    const int32_t n = d->depth;
+    int32_t i, inv, bits_over, exponent;
+    int64_t total = 0;
+    if (table)
+        for (i = 0; i < n; i++) total += edge_rdbpot(table[max - x[i]], 12);
+    else
+        for (i = 0; i < n; i++) total += edge_rdbpot(exps[i], 12);
+    inv = ea_get_reciprocal(edge_wrap32(total), 12, &bits_over);
+    exponent = bits_over + 31 - d->out_bits;
+    for (i = 0; i < n; i++) {
+        const int32_t e = table ? table[max - x[i]] : exps[i], v = edge_srdhm(inv, e);
+        int64_t r = (exponent >= 0 && exponent <= 31 ? edge_rdbpot(v, exponent) : ea_rdbpot64(v, exponent)) +
+                    d->out_min;
+        r = ea_clamp(r, d->out_min, d->out_max);
+        if (!EDGE_WITH_INT16 || d->out_bits == 8) ((int8_t *)y)[i] = (int8_t)r;
+        else ((int16_t *)y)[i] = (int16_t)r;
+    }
+}
+
+/* int8 input on the M4: each gemmlowp exp (a few hundred instructions) computed once, not twice per element as
+ * softmax_int8_row and CMSIS-NN's arm_softmax_s8 do. The differences k = max(row) - x lie in [0, max - min] of
+ * the whole input: when that range has fewer values than the input has elements, the exps of those k are
+ * tabulated (a [range + 1] int32 table in the scratch; an attention [H, T, T] score tensor: at most 256 exps
+ * for H * T * T elements); else (a small input: a 12-class head) each element's exp is kept in the scratch
+ * ([n] int32, n < 256) for its row's second pass. */
+static void softmax_int8_eval_dsp(const softmax_data_t *d, int32_t *scratch, const int8_t *x, uint8_t *y) {
+    const int64_t n = d->rows * d->depth;
+    int32_t gmax = -128, gmin = 127, k;
+    int64_t i, r;
+    for (i = 0; i < n; i++) {
+        gmax = x[i] > gmax ? x[i] : gmax;
+        gmin = x[i] < gmin ? x[i] : gmin;
+    }
+    if (gmax - gmin < n) { /* the table: range + 1 <= n values, and at most 256 (the scratch's size) */
+        for (k = 0; k <= gmax - gmin; k++) scratch[k] = softmax_exp8(d, k);
+        for (r = 0; r < d->rows; r++) {
+            const int8_t *row = x + r * d->depth;
+            int32_t max = -128;
+            for (k = 0; k < d->depth; k++) max = row[k] > max ? row[k] : max;
+            softmax_int8_row_exps(d, scratch, NULL, max, row, y + r * d->depth * (d->out_bits / 8));
+        }
+        return;
+    }
+    for (r = 0; r < d->rows; r++) { /* n <= 256 here: each element's exp in scratch[0..depth) */
+        const int8_t *row = x + r * d->depth;
+        int32_t max = -128;
+        for (k = 0; k < d->depth; k++) max = row[k] > max ? row[k] : max;
+        for (k = 0; k < d->depth; k++) scratch[k] = softmax_exp8(d, max - row[k]);
+        softmax_int8_row_exps(d, NULL, scratch, max, row, y + r * d->depth * (d->out_bits / 8));
+    }
+}
+#endif
+
 static int32_t softmax_exp16(const softmax_data_t *d, int32_t diff) {
     int64_t sym = (int64_t)ea_mbqm(diff, d->multiplier, d->shift) + 32767;
     return ea_lut_lookup_int16((int32_t)(sym < -32768 ? -32768 : sym > 32767 ? 32767 : sym), d->exp_lut);
@@ -261,6 +337,13 @@ void edge_eval_softmax(const edge_node_t *node, edge_ctx_t *ctx) {
     if (d->depth <= 0) return;
 #if EDGE_SIMD
     if (d->exp8_table) table = d->exp8_table;
+#endif
+#if EDGE_DSP
+    if (d->in_type == EDGE_INT8 && d->dsp) {
+        softmax_int8_eval_dsp(d, (int32_t *)edge_scratch(ctx, node, d->scratch), (const int8_t *)x->data,
+                              (uint8_t *)out->data);
+        return;
+    }
 #endif
     if (d->in_type == EDGE_INT8 && d->scratch >= 0) {
         int32_t k;
