@@ -24,8 +24,8 @@ typedef struct {
     int32_t multiplier, shift;                /* INT8 / INT16: the requantization */
     int32_t l_zp, r_zp, out_zp, qmin, qmax;
 #if EDGE_DSP
-    int32_t dsp_lhs, dsp_rhs;                 /* INT8: scratch for the lhs as [R, K] (adj_x) and the rhs as [C, K]
-                                               * (not adj_y), -1: the operand is already rows of K */
+    int32_t dsp_lhs, dsp_rhs;                 /* INT8: scratch for the lhs as [R, K] (adj_x; else -1) and the
+                                               * packed rhs (bmm_pack_rhs) */
     int32_t dsp_rq_ok;                        /* dsp_rq holds the requantization (edge_rq_make took it) */
     edge_rq_t dsp_rq;
 #endif
@@ -102,9 +102,11 @@ static edge_status_t bmm_prepare_int(edge_node_t *node, edge_ctx_t *ctx, bmm_dat
     if (l->type == EDGE_INT8) {
         edge_status_t s = EDGE_OK;
         d->dsp_rq_ok = edge_rq_make(&d->dsp_rq, d->multiplier, d->shift) == 0;
+        const size_t cols2 = (size_t)((d->g.cols + 1) & ~1); /* columns in pairs */
         if (d->adj_x) s = edge_request_scratch(ctx, node, (size_t)d->g.rows * (size_t)d->g.depth, &d->dsp_lhs);
-        if (s == EDGE_OK && !d->adj_y)
-            s = edge_request_scratch(ctx, node, (size_t)d->g.cols * (size_t)d->g.depth, &d->dsp_rhs);
+        if (s == EDGE_OK) /* the packed rhs [cols2, K] int16, then cols2 int32 column sums (4-aligned: K int16 * 2) */
+            s = edge_request_scratch(ctx, node, cols2 * (size_t)d->g.depth * sizeof(int16_t) + cols2 * sizeof(int32_t),
+                                     &d->dsp_rhs);
         return s;
     }
 #endif
@@ -212,8 +214,7 @@ static void bmm_one_int16(const bmm_data_t *d, const int16_t *lhs, const int16_t
 }
 
 #if EDGE_DSP
-/* [R, K] rows <- a [K, R] operand (adj_x lhs / a plain rhs [K, C]): the DSP product reads both operands as rows
- * of K. */
+/* [R, K] rows <- a [K, R] operand (the adj_x lhs): the DSP product reads the lhs as rows of K. */
 static const int8_t *bmm_rows_of_k(const int8_t *src, int32_t K, int32_t n, int8_t *dst) {
     int32_t i, k;
     for (k = 0; k < K; k++, src += n)
@@ -221,57 +222,145 @@ static const int8_t *bmm_rows_of_k(const int8_t *src, int32_t K, int32_t n, int8
     return dst;
 }
 
-static int8_t bmm_rq_int8(const bmm_data_t *d, uint32_t acc) {
-    const int32_t v = d->dsp_rq_ok ? edge_rq_apply(&d->dsp_rq, (int32_t)acc, d->out_zp)
-                                   : edge_mbqm((int32_t)acc, d->multiplier, d->shift) + d->out_zp;
-    return (int8_t)(v < d->qmin ? d->qmin : v > d->qmax ? d->qmax : v);
+/* The rhs of one product as int16 (r - r_zp), two of its columns j, j + 1 at a time (a lone last column twice),
+ * 2 K values a pair: per four k, (j: k, k+2), (j+1: k, k+2), (j: k+1, k+3), (j+1: k+1, k+3) -- the halves SMLAD
+ * meets with SXTB16 / SXTB16 ROR 8 of four lhs bytes -- then the K % 4 tail as (j: k), (j+1: k). sums[j]: the
+ * column's sum of (r - r_zp), for the lhs zero point. Strides: bmm_walk's (rk, rj: adj_y or not). */
+static void bmm_pack_rhs(const bmm_data_t *d, const int8_t *rhs, int16_t *packed, int32_t *sums) {
+    const bmm_walk_t w = bmm_walk(d);
+    const int32_t K4 = w.K & ~3, rz = d->r_zp;
+    int32_t j, k, q;
+    for (j = 0; j < w.C; j += 2) {
+        const int8_t *r0 = rhs + (int64_t)j * w.rj, *r1 = j + 1 < w.C ? r0 + w.rj : r0;
+        int16_t *c = packed + (int64_t)j * w.K;
+        int32_t s0 = 0, s1 = 0;
+        for (k = 0; k < K4; k += 4, c += 8)
+            for (q = 0; q < 4; q++) { /* q: k + (0, 2, 1, 3)[q] */
+                const int64_t kk = k + (q >> 1) + 2 * (q & 1);
+                const int32_t v0 = r0[kk * w.rk] - rz, v1 = r1[kk * w.rk] - rz;
+                c[(q >> 1) * 4 + (q & 1)] = (int16_t)v0;
+                c[(q >> 1) * 4 + 2 + (q & 1)] = (int16_t)v1;
+                s0 += v0;
+                s1 += v1;
+            }
+        for (; k < w.K; k++, c += 2) {
+            const int32_t v0 = r0[(int64_t)k * w.rk] - rz, v1 = r1[(int64_t)k * w.rk] - rz;
+            c[0] = (int16_t)v0;
+            c[1] = (int16_t)v1;
+            s0 += v0;
+            s1 += v1;
+        }
+        sums[j] = s0;
+        sums[j + 1] = s1;
+    }
 }
 
-/* One INT8 [R, C] product on the DSP: lhs rows [R, K], rhs rows [C, K] (scratch copies where the operand's layout is
- * the other one). sum_k (l - l_zp) (r - r_zp) = sum_k (l - l_zp) r - r_zp sum_k (l - l_zp): the first sum as SMLAD
- * pairs over a 2 x 2 block of outputs (per four k: two lhs words widened with the offset -l_zp by SXTAB16, two rhs
- * words by SXTB16, eight SMLAD: 20 instructions for 16 MACs), the second once per lhs row. Both wrap in uint32
- * as the portable loop's sum: the same bytes (tests/test_attn_standins_s20.py). */
-static void bmm_one_int8_dsp(const bmm_data_t *d, const int8_t *lhs, const int8_t *rhs, int8_t *y) {
+/* s[0..3] += the 2 x 2 block (lhs rows l0, l1) x (packed columns c) over n4 chunks of four k: per chunk two lhs
+ * words, four SXTB16, four packed words, eight SMLAD (20 instructions for 16 MACs with the loop). */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* its own registers: inlined, GCC -Os spills the 13 live values */
+#endif
+static void bmm_block_2x2(const int8_t *l0, const int8_t *l1, const int16_t *c, int32_t n4, uint32_t *s) {
+    uint32_t s00 = s[0], s01 = s[1], s10 = s[2], s11 = s[3];
+#if EDGE_DSP_ASM
+    uint32_t wa, wb, a, b, x;
+    __asm__ volatile("1:\n\t"
+                     "ldr %[wa], [%[l0]], #4\n\t"
+                     "ldr %[wb], [%[l1]], #4\n\t"
+                     "ldr %[x], [%[c]], #16\n\t"
+                     "sxtb16 %[a], %[wa]\n\t"
+                     "sxtb16 %[b], %[wb]\n\t"
+                     "smlad %[s00], %[a], %[x], %[s00]\n\t"
+                     "smlad %[s10], %[b], %[x], %[s10]\n\t"
+                     "ldr %[x], [%[c], #-12]\n\t"
+                     "smlad %[s01], %[a], %[x], %[s01]\n\t"
+                     "smlad %[s11], %[b], %[x], %[s11]\n\t"
+                     "sxtb16 %[a], %[wa], ror #8\n\t"
+                     "sxtb16 %[b], %[wb], ror #8\n\t"
+                     "ldr %[x], [%[c], #-8]\n\t"
+                     "smlad %[s00], %[a], %[x], %[s00]\n\t"
+                     "smlad %[s10], %[b], %[x], %[s10]\n\t"
+                     "ldr %[x], [%[c], #-4]\n\t"
+                     "smlad %[s01], %[a], %[x], %[s01]\n\t"
+                     "smlad %[s11], %[b], %[x], %[s11]\n\t"
+                     "subs %[n4], %[n4], #1\n\t"
+                     "bne 1b"
+                     : [l0] "+&r"(l0), [l1] "+&r"(l1), [c] "+&r"(c), [n4] "+&r"(n4), [s00] "+&r"(s00),
+                       [s01] "+&r"(s01), [s10] "+&r"(s10), [s11] "+&r"(s11), [wa] "=&r"(wa), [wb] "=&r"(wb),
+                       [a] "=&r"(a), [b] "=&r"(b), [x] "=&r"(x)
+                     :
+                     : "cc", "memory");
+#else /* the asm's instructions in its order (the emulated-DSP host build) */
+    for (; n4 > 0; n4--, l0 += 4, l1 += 4, c += 8) {
+        const uint32_t wa = edge_get32(l0), wb = edge_get32(l1);
+        uint32_t a = edge_sxtb16(wa), b = edge_sxtb16(wb), x = edge_get32(c);
+        s00 = edge_smlad(a, x, s00);
+        s10 = edge_smlad(b, x, s10);
+        x = edge_get32(c + 2);
+        s01 = edge_smlad(a, x, s01);
+        s11 = edge_smlad(b, x, s11);
+        a = edge_sxtb16_ror8(wa);
+        b = edge_sxtb16_ror8(wb);
+        x = edge_get32(c + 4);
+        s00 = edge_smlad(a, x, s00);
+        s10 = edge_smlad(b, x, s10);
+        x = edge_get32(c + 6);
+        s01 = edge_smlad(a, x, s01);
+        s11 = edge_smlad(b, x, s11);
+    }
+#endif
+    s[0] = s00;
+    s[1] = s01;
+    s[2] = s10;
+    s[3] = s11;
+}
+
+/* One output: the requantization edge_rq_make took (q, a local copy: two SMMLAR), else edge_mbqm; the clamp to
+ * int8 (one SSAT). Inlined at its four uses (GCC -Os would call it: ~10 more instructions an output). */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int8_t bmm_out_int8(const bmm_data_t *d, const edge_rq_t *q, uint32_t acc) {
+    const int32_t v = q ? edge_rq_apply(q, (int32_t)acc, d->out_zp)
+                        : edge_mbqm((int32_t)acc, d->multiplier, d->shift) + d->out_zp;
+#if EDGE_DSP_ASM
+    int32_t r;
+    __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(v));
+    return (int8_t)r;
+#else
+    return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+#endif
+}
+
+/* One INT8 [R, C] product on the DSP: lhs rows [R, K] (a scratch copy for adj_x), the rhs packed (bmm_pack_rhs).
+ * sum_k (l - l_zp)(r - r_zp) = sum_k l (r - r_zp) - l_zp sum_k (r - r_zp): the first sum in 2 x 2 blocks of
+ * outputs (bmm_block_2x2), the second from the column sums. Both wrap in uint32 as the portable loop's sum: the same
+ * bytes (tests/test_attn_standins_s20.py). */
+static void bmm_one_int8_dsp(const bmm_data_t *d, const int8_t *lhs, const int16_t *packed, const int32_t *sums,
+                             int8_t *y) {
     const int32_t R = d->g.rows, C = d->g.cols, K = d->g.depth, K4 = K & ~3;
-    const uint32_t off2 = (uint32_t)(uint16_t)(-d->l_zp) * 0x10001u;
+    const edge_rq_t rq = d->dsp_rq, *q = d->dsp_rq_ok ? &rq : NULL;
+    const uint32_t lz = (uint32_t)d->l_zp;
     int32_t i, j, k;
     for (i = 0; i < R; i += 2) {
         const int8_t *l0 = lhs + (int64_t)i * K, *l1 = i + 1 < R ? l0 + K : l0; /* a lone last row: twice */
-        uint32_t ls0 = 0, ls1 = 0, rz0, rz1;
-        for (k = 0; k < K; k++) {
-            ls0 += (uint32_t)(l0[k] - d->l_zp);
-            ls1 += (uint32_t)(l1[k] - d->l_zp);
-        }
-        rz0 = ls0 * (uint32_t)d->r_zp;
-        rz1 = ls1 * (uint32_t)d->r_zp;
+        int8_t *y0 = y + (int64_t)i * C, *y1 = i + 1 < R ? y0 + C : y0;          /* (written twice, same value) */
         for (j = 0; j < C; j += 2) {
-            const int8_t *r0 = rhs + (int64_t)j * K, *r1 = j + 1 < C ? r0 + K : r0;
-            uint32_t a00 = 0, a01 = 0, a10 = 0, a11 = 0;
-            for (k = 0; k < K4; k += 4) {
-                const uint32_t x0 = edge_get32(l0 + k), x1 = edge_get32(l1 + k);
-                const uint32_t w0 = edge_get32(r0 + k), w1 = edge_get32(r1 + k);
-                const uint32_t x0a = edge_sxtab16(off2, x0), x0b = edge_sxtab16_ror8(off2, x0);
-                const uint32_t x1a = edge_sxtab16(off2, x1), x1b = edge_sxtab16_ror8(off2, x1);
-                const uint32_t w0a = edge_sxtb16(w0), w0b = edge_sxtb16_ror8(w0);
-                const uint32_t w1a = edge_sxtb16(w1), w1b = edge_sxtb16_ror8(w1);
-                a00 = edge_smlad(x0b, w0b, edge_smlad(x0a, w0a, a00));
-                a01 = edge_smlad(x0b, w1b, edge_smlad(x0a, w1a, a01));
-                a10 = edge_smlad(x1b, w0b, edge_smlad(x1a, w0a, a10));
-                a11 = edge_smlad(x1b, w1b, edge_smlad(x1a, w1a, a11));
+            const int16_t *c = packed + (int64_t)j * K;
+            uint32_t s[4] = {0, 0, 0, 0};
+            const uint32_t z0 = lz * (uint32_t)sums[j], z1 = lz * (uint32_t)sums[j + 1];
+            if (K4) bmm_block_2x2(l0, l1, c, K4 / 4, s);
+            for (k = K4, c += 2 * K4; k < K; k++, c += 2) {
+                s[0] += (uint32_t)(l0[k] * c[0]);
+                s[1] += (uint32_t)(l0[k] * c[1]);
+                s[2] += (uint32_t)(l1[k] * c[0]);
+                s[3] += (uint32_t)(l1[k] * c[1]);
             }
-            for (; k < K; k++) {
-                const int32_t x0 = l0[k] - d->l_zp, x1 = l1[k] - d->l_zp;
-                a00 += (uint32_t)(x0 * r0[k]);
-                a01 += (uint32_t)(x0 * r1[k]);
-                a10 += (uint32_t)(x1 * r0[k]);
-                a11 += (uint32_t)(x1 * r1[k]);
-            }
-            y[(int64_t)i * C + j] = bmm_rq_int8(d, a00 - rz0);
-            if (j + 1 < C) y[(int64_t)i * C + j + 1] = bmm_rq_int8(d, a01 - rz0);
-            if (i + 1 < R) {
-                y[(int64_t)(i + 1) * C + j] = bmm_rq_int8(d, a10 - rz1);
-                if (j + 1 < C) y[(int64_t)(i + 1) * C + j + 1] = bmm_rq_int8(d, a11 - rz1);
+            y0[j] = bmm_out_int8(d, q, s[0] - z0);
+            y1[j] = bmm_out_int8(d, q, s[2] - z0);
+            if (j + 1 < C) {
+                y0[j + 1] = bmm_out_int8(d, q, s[1] - z1);
+                y1[j + 1] = bmm_out_int8(d, q, s[3] - z1);
             }
         }
     }
@@ -285,23 +374,21 @@ static void bmm_eval_int(const edge_node_t *node, edge_ctx_t *ctx, const bmm_dat
     int32_t idx[EDGE_BMM_MAX_BATCH] = {0, 0, 0};
     int64_t lo = 0, ro = 0, yo = 0;
 #if EDGE_DSP
-    int64_t last_ro = -1; /* the rhs matrix last copied to rows of K (a broadcast rhs is copied once) */
+    int64_t last_ro = -1; /* the rhs matrix last packed (a broadcast rhs is packed once) */
 #endif
     (void)node;
     (void)ctx;
     do {
 #if EDGE_DSP
         if (out->type == EDGE_INT8) {
-            const int8_t *lm = (const int8_t *)l->data + lo, *rm = (const int8_t *)r->data + ro;
+            const int8_t *lm = (const int8_t *)l->data + lo;
+            int16_t *packed = (int16_t *)edge_scratch(ctx, node, d->dsp_rhs);
+            int32_t *sums = (int32_t *)(void *)(packed + (int64_t)((d->g.cols + 1) & ~1) * d->g.depth);
             if (d->dsp_lhs >= 0)
                 lm = bmm_rows_of_k(lm, d->g.depth, d->g.rows, (int8_t *)edge_scratch(ctx, node, d->dsp_lhs));
-            if (d->dsp_rhs >= 0) {
-                int8_t *t = (int8_t *)edge_scratch(ctx, node, d->dsp_rhs);
-                if (ro != last_ro) bmm_rows_of_k(rm, d->g.depth, d->g.cols, t);
-                last_ro = ro;
-                rm = t;
-            }
-            bmm_one_int8_dsp(d, lm, rm, (int8_t *)out->data + yo);
+            if (ro != last_ro) bmm_pack_rhs(d, (const int8_t *)r->data + ro, packed, sums);
+            last_ro = ro;
+            bmm_one_int8_dsp(d, lm, packed, sums, (int8_t *)out->data + yo);
             yo += per;
             continue;
         }
