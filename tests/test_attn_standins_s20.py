@@ -21,6 +21,7 @@ from tests.conftest import needs_c_runtime
 from tests.oprunner import T, m4_image_mismatches, op_model, run_on
 from tests.peers import run_tflm
 from tests.test_ops_conv import _run_exe  # dsp_runner: tests/conftest.py
+from tests.test_profile import needs_qemu, state  # noqa: F401 (a fixture: the board state, boards stopped after)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,6 +89,21 @@ def test_two_standins_give_the_host_bytes_on_the_qemu_board(standins, tmp_path):
     models = {name: standins[name] for name in ("attn_block_t16_d32_h1", "kwt_f16_d32_h2")}
     failures = m4_image_mismatches(models, tmp_path / "b")
     assert not failures, f"the M4 board's output differs from the host's on {failures}"
+
+
+@pytest.mark.slow
+@needs_qemu
+def test_a_standin_on_the_m7_board(standins, state, tmp_path):  # noqa: F811
+    """The same asm and DSP paths in a Cortex-M7 build (qemu-mps2-an500), flashed and profiled as a user would:
+    the board's outputs equal the host's."""
+    from edge_sdk.tools.profile import profile_model
+
+    model = standins["attn_block_t24_d48_h3"]
+    (tmp_path / "m.tflite").write_bytes(model)
+    np.save(tmp_path / "in.npy", _input(model, 5))
+    r = profile_model(tmp_path / "m.tflite", "qemu-mps2-an500", runs=1, inputs=str(tmp_path / "in.npy"),
+                      build_dir=tmp_path / "fw")
+    assert r["validated"] is True and r["mismatches"] == [], r
 
 
 # ------------------------------------------------------------------ the M4 paths op by op (EDGE_DSP, emulated on host)
@@ -170,3 +186,18 @@ def test_m4_paths_equal_tflm_and_the_portable_build(dsp_runner, tmp_path, name):
         assert np.array_equal(got, want), f"{name}, {runtime}: {np.abs(got.astype(int) - want).max()} off"
     got = _run_exe(dsp_runner, model, feeds, want, tmp_path)
     assert np.array_equal(got, want), f"{name}, DSP build: {np.abs(got.astype(int) - want).max()} off"
+
+
+@pytest.mark.parametrize("scale", [0.0005, 0.004, 0.02, 0.0625, 0.2, 0.9, 4.0])
+def test_m4_softmax_exps_equal_tflm_for_every_difference(dsp_runner, tmp_path, scale):
+    """Every difference 0..255 (a ramp row, and the reversed ramp in a row of its own) at scales from a flat softmax
+    to one beyond the input radius: the M4's exp (one SMMLAR per doubling high multiply) gives gemmlowp's, in a
+    table (512 elements) and per element (a 12-element input)."""
+    ramp = np.arange(-128, 128, dtype=np.int16).astype(np.int8)
+    for shape, x in (((2, 256), np.stack([ramp, ramp[::-1]])), ((2, 6), ramp[::23][:12].reshape(2, 6))):
+        model = op_model("SOFTMAX", [T(shape, "INT8", scale, -5)], [T(shape, "INT8", 1 / 256, -128)],
+                         options={"beta": 1.0})
+        want = run_tflm(model, [x], isolate=True)[0]
+        assert np.array_equal(run_on("python", model, [x])[0], want)
+        got = _run_exe(dsp_runner, model, [x], want, tmp_path)
+        assert np.array_equal(got, want), f"scale {scale}, {shape}: {np.abs(got.astype(int) - want).max()} off"

@@ -37,7 +37,8 @@ typedef struct {
     int32_t scratch;             /* int8, big inputs: a 256-entry exp table built per invoke; else -1 (d->dsp:
                                   * min(256, elements) int32s, the table or a small input's exps, per invoke) */
 #if EDGE_DSP
-    int32_t dsp;                 /* int8 rows by softmax_int8_eval_dsp (not under the least-RAM plan) */
+    int32_t dsp;                 /* int8 rows by softmax_int8_eval_dsp (not under the least-RAM plan unless the input
+                                  * has at most SOFTMAX_STACK elements) */
 #endif
     int16_t *exp_lut, *recip_lut; /* int16: EA_LUT16_SIZE entries each */
 #if EDGE_SIMD
@@ -49,13 +50,63 @@ typedef struct {
 #endif
 } softmax_data_t;
 
+#define SOFTMAX_STACK 32 /* DSP builds: an int8 input of at most this many elements keeps its exps on the stack */
+
 static float exp_transform(float x) { return (float)exp((double)x); }
 static float recip_transform(float x) { return 1.0f / (1.0f + x); }
+
+#if EDGE_DSP
+/* gemmlowp's SaturatingRoundingDoublingHighMul in one SMMLAR: its nudged truncating division of a * b by 2^31 is
+ * floor((a * b + 2^30) / 2^31) for both signs, the high word of 2 a b + 2^31 = (c << 32) + a * m2 + 2^31 with
+ * m2 = 2 b wrapped to int32 and c = a (b >= 2^30), -a (b < -2^30), else 0 (modulo 2^64, which SMMLAR's sum is:
+ * exact, 2 a b fits but for a = b = INT32_MIN, the saturating case). edge_srdhm's 64-bit product and division:
+ * ~12 instructions on the M4; with a constant b this is one. */
+static inline int32_t softmax_srdhm(int32_t a, int32_t b) {
+    const int32_t c = b >= (1 << 30) ? a : b < -(1 << 30) ? (int32_t)(0u - (uint32_t)a) : 0;
+    if (a == EDGE_INT32_MIN && b == EDGE_INT32_MIN) return EDGE_INT32_MAX;
+    return edge_smmlar(a, (int32_t)((uint32_t)b << 1), c);
+}
+
+/* ea_exp_on_negative_values(a, 5) (softmax's Q5.26 input) with softmax_srdhm: the same steps on the same values
+ * (exp of [-1/4, 0) by its polynomial, then the barrel of exp(-2^e) factors for the remainder's bits 24..30). */
+static int32_t softmax_exp_q5(int32_t a) {
+    static const int32_t barrel[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
+    const int32_t one_quarter = 1 << 24;
+    const int32_t a_mod = ea_sub(a & (one_quarter - 1), one_quarter), remainder = ea_sub(a_mod, a);
+    /* ea_exp_quarter(ea_rescale(a_mod, 5, 0)): a_mod in [-2^24, 0), so the shift by 5 does not saturate */
+    const int32_t x = ea_add((int32_t)((uint32_t)a_mod << 5), (int32_t)1 << 28);
+    const int32_t x2 = softmax_srdhm(x, x), x3 = softmax_srdhm(x2, x), x4 = softmax_srdhm(x2, x2);
+    const int32_t poly = edge_rdbpot(ea_add(softmax_srdhm(ea_add(edge_rdbpot(x4, 2), x3), 715827883), x2), 1);
+    int32_t result = ea_add(1895147668, softmax_srdhm(1895147668, ea_add(x, poly))), e;
+    for (e = 0; e < 7; e++)
+        if (remainder & ((int32_t)1 << (24 + e))) result = softmax_srdhm(result, barrel[e]);
+    return a == 0 ? EDGE_INT32_MAX : result;
+}
+
+/* ea_get_reciprocal(x, 12, bits_over) with softmax_srdhm: gemmlowp's Newton-Raphson 1 / (1 + a), the same steps. */
+static int32_t softmax_reciprocal(int32_t x, int32_t *num_bits_over_unit) {
+    const int32_t headroom_plus_one = ea_clz32((uint32_t)x);
+    const uint32_t shifted = headroom_plus_one >= 32 ? 0u : (uint32_t)x << headroom_plus_one;
+    const int64_t sum = (int64_t)edge_wrap32((int64_t)shifted - ((int64_t)1 << 31)) + EDGE_INT32_MAX;
+    const int32_t half_denominator = (int32_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
+    int32_t r = ea_add(1515870810, softmax_srdhm(half_denominator, -1010580540)), k;
+    *num_bits_over_unit = 12 - headroom_plus_one;
+    for (k = 0; k < 3; k++) {
+        const int32_t one_minus = ea_sub((int32_t)1 << 29, softmax_srdhm(half_denominator, r));
+        r = ea_add(r, ea_rescale(softmax_srdhm(r, one_minus), 4, 2));
+    }
+    return ea_rescale(r, 1, 0);
+}
+#endif
 
 /* exp of -k (k = max - x, 0..255) in Q0.31; 0 beyond the input radius (the reference skips those). */
 static int32_t softmax_exp8(const softmax_data_t *d, int32_t k) {
     if (-k < d->diff_min) return 0;
+#if EDGE_DSP
+    return softmax_exp_q5(softmax_srdhm(edge_wrap32((int64_t)(-k) * ((int64_t)1 << d->shift)), d->multiplier));
+#else
     return ea_exp_on_negative_values(edge_srdhm(edge_wrap32((int64_t)(-k) * ((int64_t)1 << d->shift)), d->multiplier), 5);
+#endif
 }
 
 edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
@@ -134,11 +185,15 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
 #endif
 #if EDGE_DSP
         /* the M4's rows (softmax_int8_eval_dsp): each exp computed once, in a table or per element, in a scratch of
-         * up to 1 KB; the least-RAM plan keeps the rows below (no scratch up to 512 elements) */
+         * up to 1 KB (on the stack for a small input); the least-RAM plan keeps the rows below for larger inputs
+         * (no scratch up to 512 elements) */
+        if (n <= SOFTMAX_STACK) { /* a small input: its table or exps on the stack, on every plan */
+            d->dsp = 1;
+            return EDGE_OK;
+        }
         if (!edge_least_ram(ctx->interp)) {
             d->dsp = 1;
-            return edge_request_scratch(ctx, node, (size_t)(n < 256 ? (n ? n : 1) : 256) * sizeof(int32_t),
-                                        &d->scratch);
+            return edge_request_scratch(ctx, node, (size_t)(n < 256 ? n : 256) * sizeof(int32_t), &d->scratch);
         }
 #endif
         /* exp per element (twice) is cheaper than tabulating all 256 differences for small inputs */
@@ -242,10 +297,10 @@ static void softmax_int8_row_exps(const softmax_data_t *d, const int32_t *table,
         for (i = 0; i < n; i++) total += edge_rdbpot(table[max - x[i]], 12);
     else
         for (i = 0; i < n; i++) total += edge_rdbpot(exps[i], 12);
-    inv = ea_get_reciprocal(edge_wrap32(total), 12, &bits_over);
+    inv = softmax_reciprocal(edge_wrap32(total), &bits_over);
     exponent = bits_over + 31 - d->out_bits;
     for (i = 0; i < n; i++) {
-        const int32_t e = table ? table[max - x[i]] : exps[i], v = edge_srdhm(inv, e);
+        const int32_t e = table ? table[max - x[i]] : exps[i], v = softmax_srdhm(inv, e);
         int64_t r = (exponent >= 0 && exponent <= 31 ? edge_rdbpot(v, exponent) : ea_rdbpot64(v, exponent)) +
                     d->out_min;
         r = ea_clamp(r, d->out_min, d->out_max);
@@ -340,8 +395,9 @@ void edge_eval_softmax(const edge_node_t *node, edge_ctx_t *ctx) {
 #endif
 #if EDGE_DSP
     if (d->in_type == EDGE_INT8 && d->dsp) {
-        softmax_int8_eval_dsp(d, (int32_t *)edge_scratch(ctx, node, d->scratch), (const int8_t *)x->data,
-                              (uint8_t *)out->data);
+        int32_t small[SOFTMAX_STACK]; /* d->scratch < 0: at most SOFTMAX_STACK elements */
+        softmax_int8_eval_dsp(d, d->scratch >= 0 ? (int32_t *)edge_scratch(ctx, node, d->scratch) : small,
+                              (const int8_t *)x->data, (uint8_t *)out->data);
         return;
     }
 #endif
