@@ -24,8 +24,8 @@ typedef struct {
     int32_t multiplier, shift;                /* INT8 / INT16: the requantization */
     int32_t l_zp, r_zp, out_zp, qmin, qmax;
 #if EDGE_DSP
-    int32_t dsp_lhs, dsp_rhs;                 /* INT8: scratch for the lhs as [R, K] (adj_x; else -1) and the
-                                               * packed rhs (bmm_pack_rhs) */
+    int32_t dsp_lhs, dsp_rhs;                 /* INT8: scratch for the lhs as [R, K] (adj_x; else -1) and one
+                                               * packed pair of rhs columns (bmm_pack_pair) */
     int32_t dsp_rq_ok;                        /* dsp_rq holds the requantization (edge_rq_make took it) */
     edge_rq_t dsp_rq;
 #endif
@@ -102,11 +102,9 @@ static edge_status_t bmm_prepare_int(edge_node_t *node, edge_ctx_t *ctx, bmm_dat
     if (l->type == EDGE_INT8) {
         edge_status_t s = EDGE_OK;
         d->dsp_rq_ok = edge_rq_make(&d->dsp_rq, d->multiplier, d->shift) == 0;
-        const size_t cols2 = (size_t)((d->g.cols + 1) & ~1); /* columns in pairs */
         if (d->adj_x) s = edge_request_scratch(ctx, node, (size_t)d->g.rows * (size_t)d->g.depth, &d->dsp_lhs);
-        if (s == EDGE_OK) /* the packed rhs [cols2, K] int16, then cols2 int32 column sums (4-aligned: K int16 * 2) */
-            s = edge_request_scratch(ctx, node, cols2 * (size_t)d->g.depth * sizeof(int16_t) + cols2 * sizeof(int32_t),
-                                     &d->dsp_rhs);
+        if (s == EDGE_OK) /* one packed pair of rhs columns: 2 K int16 */
+            s = edge_request_scratch(ctx, node, 2 * (size_t)d->g.depth * sizeof(int16_t), &d->dsp_rhs);
         return s;
     }
 #endif
@@ -222,37 +220,32 @@ static const int8_t *bmm_rows_of_k(const int8_t *src, int32_t K, int32_t n, int8
     return dst;
 }
 
-/* The rhs of one product as int16 (r - r_zp), two of its columns j, j + 1 at a time (a lone last column twice),
- * 2 K values a pair: per four k, (j: k, k+2), (j+1: k, k+2), (j: k+1, k+3), (j+1: k+1, k+3) -- the halves SMLAD
- * meets with SXTB16 / SXTB16 ROR 8 of four lhs bytes -- then the K % 4 tail as (j: k), (j+1: k). sums[j]: the
- * column's sum of (r - r_zp), for the lhs zero point. Strides: bmm_walk's (rk, rj: adj_y or not). */
-static void bmm_pack_rhs(const bmm_data_t *d, const int8_t *rhs, int16_t *packed, int32_t *sums) {
-    const bmm_walk_t w = bmm_walk(d);
-    const int32_t K4 = w.K & ~3, rz = d->r_zp;
-    int32_t j, k, q;
-    for (j = 0; j < w.C; j += 2) {
-        const int8_t *r0 = rhs + (int64_t)j * w.rj, *r1 = j + 1 < w.C ? r0 + w.rj : r0;
-        int16_t *c = packed + (int64_t)j * w.K;
-        int32_t s0 = 0, s1 = 0;
-        for (k = 0; k < K4; k += 4, c += 8)
-            for (q = 0; q < 4; q++) { /* q: k + (0, 2, 1, 3)[q] */
-                const int64_t kk = k + (q >> 1) + 2 * (q & 1);
-                const int32_t v0 = r0[kk * w.rk] - rz, v1 = r1[kk * w.rk] - rz;
-                c[(q >> 1) * 4 + (q & 1)] = (int16_t)v0;
-                c[(q >> 1) * 4 + 2 + (q & 1)] = (int16_t)v1;
-                s0 += v0;
-                s1 += v1;
-            }
-        for (; k < w.K; k++, c += 2) {
-            const int32_t v0 = r0[(int64_t)k * w.rk] - rz, v1 = r1[(int64_t)k * w.rk] - rz;
-            c[0] = (int16_t)v0;
-            c[1] = (int16_t)v1;
+/* Columns j, j + 1 of one product's rhs (a lone last column twice) as int16 (r - r_zp), 2 K values: per four k,
+ * (j: k, k+2), (j+1: k, k+2), (j: k+1, k+3), (j+1: k+1, k+3) -- the halves SMLAD meets with SXTB16 / SXTB16 ROR 8
+ * of four lhs bytes -- then the K % 4 tail as (j: k), (j+1: k). sums: the two columns' sums of (r - r_zp), for the
+ * lhs zero point. Strides: bmm_walk's (rk, rj: adj_y or not). */
+static void bmm_pack_pair(const bmm_walk_t *w, int32_t rz, const int8_t *rhs, int32_t j, int16_t *c, int32_t *sums) {
+    const int8_t *r0 = rhs + (int64_t)j * w->rj, *r1 = j + 1 < w->C ? r0 + w->rj : r0;
+    const int32_t K4 = w->K & ~3;
+    int32_t k, q, s0 = 0, s1 = 0;
+    for (k = 0; k < K4; k += 4, c += 8)
+        for (q = 0; q < 4; q++) { /* q: k + (0, 2, 1, 3)[q] */
+            const int64_t kk = k + (q >> 1) + 2 * (q & 1);
+            const int32_t v0 = r0[kk * w->rk] - rz, v1 = r1[kk * w->rk] - rz;
+            c[(q >> 1) * 4 + (q & 1)] = (int16_t)v0;
+            c[(q >> 1) * 4 + 2 + (q & 1)] = (int16_t)v1;
             s0 += v0;
             s1 += v1;
         }
-        sums[j] = s0;
-        sums[j + 1] = s1;
+    for (; k < w->K; k++, c += 2) {
+        const int32_t v0 = r0[(int64_t)k * w->rk] - rz, v1 = r1[(int64_t)k * w->rk] - rz;
+        c[0] = (int16_t)v0;
+        c[1] = (int16_t)v1;
+        s0 += v0;
+        s1 += v1;
     }
+    sums[0] = s0;
+    sums[1] = s1;
 }
 
 /* s[0..3] += the 2 x 2 block (lhs rows l0, l1) x (packed columns c) over n4 chunks of four k: per chunk two lhs
@@ -332,35 +325,38 @@ static inline int8_t bmm_out_int8(const bmm_data_t *d, const edge_rq_t *q, uint3
 #endif
 }
 
-/* One INT8 [R, C] product on the DSP: lhs rows [R, K] (a scratch copy for adj_x), the rhs packed (bmm_pack_rhs).
- * sum_k (l - l_zp)(r - r_zp) = sum_k l (r - r_zp) - l_zp sum_k (r - r_zp): the first sum in 2 x 2 blocks of
- * outputs (bmm_block_2x2), the second from the column sums. Both wrap in uint32 as the portable loop's sum: the same
- * bytes (tests/test_attn_standins_s20.py). */
-static void bmm_one_int8_dsp(const bmm_data_t *d, const int8_t *lhs, const int16_t *packed, const int32_t *sums,
-                             int8_t *y) {
-    const int32_t R = d->g.rows, C = d->g.cols, K = d->g.depth, K4 = K & ~3;
+/* One INT8 [R, C] product on the DSP, a pair of rhs columns at a time (packed into c: 2 K int16, bmm_pack_pair)
+ * against every pair of lhs rows [R, K] (a scratch copy for adj_x). sum_k (l - l_zp)(r - r_zp) = sum_k l (r - r_zp)
+ * - l_zp sum_k (r - r_zp): the first sum in 2 x 2 blocks of outputs (bmm_block_2x2), the second from the pair's
+ * column sums. Both wrap in uint32 as the portable loop's sum: the same bytes (tests/test_attn_standins_s20.py). */
+static void bmm_one_int8_dsp(const bmm_data_t *d, const int8_t *lhs, const int8_t *rhs, int16_t *c, int8_t *y) {
+    const bmm_walk_t w = bmm_walk(d);
+    const int32_t R = w.R, C = w.C, K = w.K, K4 = K & ~3;
     const edge_rq_t rq = d->dsp_rq, *q = d->dsp_rq_ok ? &rq : NULL;
     const uint32_t lz = (uint32_t)d->l_zp;
-    int32_t i, j, k;
-    for (i = 0; i < R; i += 2) {
-        const int8_t *l0 = lhs + (int64_t)i * K, *l1 = i + 1 < R ? l0 + K : l0; /* a lone last row: twice */
-        int8_t *y0 = y + (int64_t)i * C, *y1 = i + 1 < R ? y0 + C : y0;          /* (written twice, same value) */
-        for (j = 0; j < C; j += 2) {
-            const int16_t *c = packed + (int64_t)j * K;
+    int32_t i, j, k, sums[2];
+    for (j = 0; j < C; j += 2) {
+        uint32_t z0, z1;
+        bmm_pack_pair(&w, d->r_zp, rhs, j, c, sums);
+        z0 = lz * (uint32_t)sums[0];
+        z1 = lz * (uint32_t)sums[1];
+        for (i = 0; i < R; i += 2) {
+            const int8_t *l0 = lhs + (int64_t)i * K, *l1 = i + 1 < R ? l0 + K : l0; /* a lone last row: twice */
+            int8_t *y0 = y + (int64_t)i * C + j, *y1 = i + 1 < R ? y0 + C : y0;      /* (written twice, same value) */
+            const int16_t *t = c + 2 * K4;
             uint32_t s[4] = {0, 0, 0, 0};
-            const uint32_t z0 = lz * (uint32_t)sums[j], z1 = lz * (uint32_t)sums[j + 1];
             if (K4) bmm_block_2x2(l0, l1, c, K4 / 4, s);
-            for (k = K4, c += 2 * K4; k < K; k++, c += 2) {
-                s[0] += (uint32_t)(l0[k] * c[0]);
-                s[1] += (uint32_t)(l0[k] * c[1]);
-                s[2] += (uint32_t)(l1[k] * c[0]);
-                s[3] += (uint32_t)(l1[k] * c[1]);
+            for (k = K4; k < K; k++, t += 2) {
+                s[0] += (uint32_t)(l0[k] * t[0]);
+                s[1] += (uint32_t)(l0[k] * t[1]);
+                s[2] += (uint32_t)(l1[k] * t[0]);
+                s[3] += (uint32_t)(l1[k] * t[1]);
             }
-            y0[j] = bmm_out_int8(d, q, s[0] - z0);
-            y1[j] = bmm_out_int8(d, q, s[2] - z0);
+            y0[0] = bmm_out_int8(d, q, s[0] - z0);
+            y1[0] = bmm_out_int8(d, q, s[2] - z0);
             if (j + 1 < C) {
-                y0[j + 1] = bmm_out_int8(d, q, s[1] - z1);
-                y1[j + 1] = bmm_out_int8(d, q, s[3] - z1);
+                y0[1] = bmm_out_int8(d, q, s[1] - z1);
+                y1[1] = bmm_out_int8(d, q, s[3] - z1);
             }
         }
     }
@@ -373,22 +369,16 @@ static void bmm_eval_int(const edge_node_t *node, edge_ctx_t *ctx, const bmm_dat
     const int64_t per = (int64_t)d->g.rows * d->g.cols;
     int32_t idx[EDGE_BMM_MAX_BATCH] = {0, 0, 0};
     int64_t lo = 0, ro = 0, yo = 0;
-#if EDGE_DSP
-    int64_t last_ro = -1; /* the rhs matrix last packed (a broadcast rhs is packed once) */
-#endif
     (void)node;
     (void)ctx;
     do {
 #if EDGE_DSP
         if (out->type == EDGE_INT8) {
             const int8_t *lm = (const int8_t *)l->data + lo;
-            int16_t *packed = (int16_t *)edge_scratch(ctx, node, d->dsp_rhs);
-            int32_t *sums = (int32_t *)(void *)(packed + (int64_t)((d->g.cols + 1) & ~1) * d->g.depth);
             if (d->dsp_lhs >= 0)
                 lm = bmm_rows_of_k(lm, d->g.depth, d->g.rows, (int8_t *)edge_scratch(ctx, node, d->dsp_lhs));
-            if (ro != last_ro) bmm_pack_rhs(d, (const int8_t *)r->data + ro, packed, sums);
-            last_ro = ro;
-            bmm_one_int8_dsp(d, lm, packed, sums, (int8_t *)out->data + yo);
+            bmm_one_int8_dsp(d, lm, (const int8_t *)r->data + ro, (int16_t *)edge_scratch(ctx, node, d->dsp_rhs),
+                             (int8_t *)out->data + yo);
             yo += per;
             continue;
         }
