@@ -103,6 +103,7 @@ static int32_t softmax_reciprocal(int32_t x, int32_t *num_bits_over_unit) {
 static int32_t softmax_exp8(const softmax_data_t *d, int32_t k) {
     if (-k < d->diff_min) return 0;
 #if EDGE_DSP
+    if (k == 0) return EDGE_INT32_MAX; /* a row's maximum (each row has one): exp(0), its polynomial skipped */
     return softmax_exp_q5(softmax_srdhm(edge_wrap32((int64_t)(-k) * ((int64_t)1 << d->shift)), d->multiplier));
 #else
     return ea_exp_on_negative_values(edge_srdhm(edge_wrap32((int64_t)(-k) * ((int64_t)1 << d->shift)), d->multiplier), 5);
