@@ -6,7 +6,9 @@
  * 16x8 full-integer transformer exports): TFLM's reference_ops::BatchMatMul, sum of (l - l_zp) * (r - r_zp) in an
  * int32 accumulator that wraps (INT8) or an int64 one (INT16, zero points 0), requantized by
  * float32(l_scale * r_scale) / out_scale (the int64 overload for INT16), plus the output zero point, clamped to the
- * type. A FLOAT32 lhs with a constant INT8 rhs runs LiteRT's hybrid kernel (hybrid.c).
+ * type. A FLOAT32 lhs with a constant INT8 rhs runs LiteRT's hybrid kernel (hybrid.c). A DSP build (the Cortex-M4 /
+ * M7) runs INT8 products as 2 x 2 SMLAD blocks against rhs column pairs packed as int16 (bmm_one_int8_dsp): the same
+ * bytes.
  */
 #include "edge_kernel.h"
 #include "../edge_dsp.h"

@@ -6,7 +6,9 @@
  *    beyond the input radius, which the reference skips), eval sums the row at Q12, takes GetReciprocal and
  *    scales every exp by it. Small inputs compute exp per element (no table in the arena); inputs over 512
  *    elements tabulate the 256 differences once per invoke in a scratch buffer. A host build (EDGE_SIMD) tabulates
- *    them at prepare and a row's outputs per difference (softmax_int8_row_lut): the same bytes.
+ *    them at prepare and a row's outputs per difference (softmax_int8_row_lut): the same bytes. A DSP build (the
+ *    Cortex-M4 / M7: softmax_int8_eval_dsp) computes each exp once -- a per-invoke table of the input's range, or
+ *    per element -- with gemmlowp's doubling high multiply as one SMMLAR (softmax_srdhm): the same bytes.
  *  - int16 input / output (zero points 0, output 1/32768): the scaled differences index TFLite's 513-entry
  *    exp table, the sum's reciprocal comes from the 1/(1+x) table (both built in prepare in float32 as
  *    LUTPopulateInt16 does).

@@ -3,7 +3,8 @@
  * one and merges neighbours that stay contiguous (NCHW -> NHWC becomes [H * W, C] with input strides
  * [1, H * W]). Eval then takes the cheapest of: the innermost output dimension contiguous in the input too
  * (rows of it block-copied); a 2-D transpose, a batch of them (the input read in order, column by column of
- * the output); else an odometer over the output in order, the innermost dimension in a tight strided loop.
+ * the output); else an odometer over the output in order, the innermost dimension in a tight strided loop. A DSP
+ * build (the Cortex-M4 / M7) copies the rows of up to three merged dims in words (transpose_rows_dsp).
  */
 #include <string.h>
 
