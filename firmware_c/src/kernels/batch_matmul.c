@@ -6,9 +6,12 @@
  * 16x8 full-integer transformer exports): TFLM's reference_ops::BatchMatMul, sum of (l - l_zp) * (r - r_zp) in an
  * int32 accumulator that wraps (INT8) or an int64 one (INT16, zero points 0), requantized by
  * float32(l_scale * r_scale) / out_scale (the int64 overload for INT16), plus the output zero point, clamped to the
- * type. A FLOAT32 lhs with a constant INT8 rhs runs LiteRT's hybrid kernel (hybrid.c).
+ * type. A FLOAT32 lhs with a constant INT8 rhs runs LiteRT's hybrid kernel (hybrid.c). A DSP build (the Cortex-M4 /
+ * M7) runs INT8 products as 2 x 2 SMLAD blocks against rhs column pairs packed as int16 (bmm_one_int8_dsp): the same
+ * bytes.
  */
 #include "edge_kernel.h"
+#include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 #include "../edge_bmm.h"
 #include "../edge_hybrid.h"
@@ -22,6 +25,12 @@ typedef struct {
     int32_t adj_x, adj_y;
     int32_t multiplier, shift;                /* INT8 / INT16: the requantization */
     int32_t l_zp, r_zp, out_zp, qmin, qmax;
+#if EDGE_DSP
+    int32_t dsp_lhs, dsp_rhs;                 /* INT8: scratch for the lhs as [R, K] (adj_x; else -1) and one
+                                               * packed pair of rhs columns (bmm_pack_pair) */
+    int32_t dsp_rq_ok;                        /* dsp_rq holds the requantization (edge_rq_make took it) */
+    edge_rq_t dsp_rq;
+#endif
 #if EDGE_SIMD
     edge_simd_sgemm_t *simd;                  /* on a CPU with a float GEMM: one per distinct rhs matrix when the
                                                * rhs is constant (packed here), else one repacked per product into
@@ -73,9 +82,10 @@ static edge_status_t bmm_prepare_simd(edge_node_t *node, edge_ctx_t *ctx, bmm_da
 #endif
 
 /* INT8 / INT16: offsets, range, and the multiplier of float32(l_scale * r_scale) / out_scale (as TFLM). */
-static edge_status_t bmm_prepare_int(edge_ctx_t *ctx, bmm_data_t *d, const edge_tensor_t *l, const edge_tensor_t *r,
-                                     const edge_tensor_t *out) {
+static edge_status_t bmm_prepare_int(edge_node_t *node, edge_ctx_t *ctx, bmm_data_t *d, const edge_tensor_t *l,
+                                     const edge_tensor_t *r, const edge_tensor_t *out) {
     const float product = l->scale * r->scale;
+    (void)node; /* the DSP build's scratch requests */
     if (!l->quantized || !r->quantized || !out->quantized)
         return EDGE_FAIL(ctx, EDGE_BAD_NODE, "BATCH_MATMUL: integer operands and output must be quantized");
     if (l->n_scales > 1 || r->n_scales > 1)
@@ -89,6 +99,17 @@ static edge_status_t bmm_prepare_int(edge_ctx_t *ctx, bmm_data_t *d, const edge_
     d->out_zp = out->zero_point;
     d->qmin = l->type == EDGE_INT8 ? -128 : -32768;
     d->qmax = l->type == EDGE_INT8 ? 127 : 32767;
+#if EDGE_DSP
+    d->dsp_lhs = d->dsp_rhs = -1;
+    if (l->type == EDGE_INT8) {
+        edge_status_t s = EDGE_OK;
+        d->dsp_rq_ok = edge_rq_make(&d->dsp_rq, d->multiplier, d->shift) == 0;
+        if (d->adj_x) s = edge_request_scratch(ctx, node, (size_t)d->g.rows * (size_t)d->g.depth, &d->dsp_lhs);
+        if (s == EDGE_OK) /* one packed pair of rhs columns: 2 K int16 */
+            s = edge_request_scratch(ctx, node, 2 * (size_t)d->g.depth * sizeof(int16_t), &d->dsp_rhs);
+        return s;
+    }
+#endif
     return EDGE_OK;
 }
 
@@ -119,7 +140,7 @@ edge_status_t edge_prepare_batch_matmul(edge_node_t *node, edge_ctx_t *ctx) {
         d->adj_y = edge_opt_int(node, 1, 1, 0) != 0;
     }
     s = edge_bmm_shape(node, ctx, l, r, d->adj_x, d->adj_y, &d->g);
-    if (s == EDGE_OK && l->type != EDGE_FLOAT32) return bmm_prepare_int(ctx, d, l, r, out);
+    if (s == EDGE_OK && l->type != EDGE_FLOAT32) return bmm_prepare_int(node, ctx, d, l, r, out);
 #if EDGE_SIMD
     if (s == EDGE_OK) s = bmm_prepare_simd(node, ctx, d, r);
 #endif
@@ -192,12 +213,178 @@ static void bmm_one_int16(const bmm_data_t *d, const int16_t *lhs, const int16_t
         }
 }
 
+#if EDGE_DSP
+/* [R, K] rows <- a [K, R] operand (the adj_x lhs): the DSP product reads the lhs as rows of K. */
+static const int8_t *bmm_rows_of_k(const int8_t *src, int32_t K, int32_t n, int8_t *dst) {
+    int32_t i, k;
+    for (k = 0; k < K; k++, src += n)
+        for (i = 0; i < n; i++) dst[(int64_t)i * K + k] = src[i];
+    return dst;
+}
+
+/* Columns j, j + 1 of one product's rhs (a lone last column twice) as int16 (r - r_zp), 2 K values: per four k,
+ * (j: k, k+2), (j+1: k, k+2), (j: k+1, k+3), (j+1: k+1, k+3) -- the halves SMLAD meets with SXTB16 / SXTB16 ROR 8
+ * of four lhs bytes -- then the K % 4 tail as (j: k), (j+1: k). sums: the two columns' sums of (r - r_zp), for the
+ * lhs zero point. Strides: bmm_walk's (rk, rj: adj_y or not). */
+static void bmm_pack_pair(const bmm_walk_t *w, int32_t rz, const int8_t *rhs, int32_t j, int16_t *c, int32_t *sums) {
+    const int8_t *r0 = rhs + (int64_t)j * w->rj, *r1 = j + 1 < w->C ? r0 + w->rj : r0;
+    const int32_t K4 = w->K & ~3;
+    int32_t k, q, s0 = 0, s1 = 0;
+    for (k = 0; k < K4; k += 4, c += 8)
+        for (q = 0; q < 4; q++) { /* q: k + (0, 2, 1, 3)[q] */
+            const int64_t kk = k + (q >> 1) + 2 * (q & 1);
+            const int32_t v0 = r0[kk * w->rk] - rz, v1 = r1[kk * w->rk] - rz;
+            c[(q >> 1) * 4 + (q & 1)] = (int16_t)v0;
+            c[(q >> 1) * 4 + 2 + (q & 1)] = (int16_t)v1;
+            s0 += v0;
+            s1 += v1;
+        }
+    for (; k < w->K; k++, c += 2) {
+        const int32_t v0 = r0[(int64_t)k * w->rk] - rz, v1 = r1[(int64_t)k * w->rk] - rz;
+        c[0] = (int16_t)v0;
+        c[1] = (int16_t)v1;
+        s0 += v0;
+        s1 += v1;
+    }
+    sums[0] = s0;
+    sums[1] = s1;
+}
+
+/* s[0..3] += the 2 x 2 block (lhs rows l0, l1) x (packed columns c) over n4 chunks of four k: per chunk two lhs
+ * words, four SXTB16, four packed words, eight SMLAD (20 instructions for 16 MACs with the loop). */
+#if defined(__GNUC__)
+__attribute__((noinline)) /* its own registers: inlined, GCC -Os spills the 13 live values */
+#endif
+static void bmm_block_2x2(const int8_t *l0, const int8_t *l1, const int16_t *c, int32_t n4, uint32_t *s) {
+    uint32_t s00 = s[0], s01 = s[1], s10 = s[2], s11 = s[3];
+#if EDGE_DSP_ASM
+    uint32_t wa, wb, a, b, x;
+    __asm__ volatile("1:\n\t"
+                     "ldr %[wa], [%[l0]], #4\n\t"
+                     "ldr %[wb], [%[l1]], #4\n\t"
+                     "ldr %[x], [%[c]], #16\n\t"
+                     "sxtb16 %[a], %[wa]\n\t"
+                     "sxtb16 %[b], %[wb]\n\t"
+                     "smlad %[s00], %[a], %[x], %[s00]\n\t"
+                     "smlad %[s10], %[b], %[x], %[s10]\n\t"
+                     "ldr %[x], [%[c], #-12]\n\t"
+                     "smlad %[s01], %[a], %[x], %[s01]\n\t"
+                     "smlad %[s11], %[b], %[x], %[s11]\n\t"
+                     "sxtb16 %[a], %[wa], ror #8\n\t"
+                     "sxtb16 %[b], %[wb], ror #8\n\t"
+                     "ldr %[x], [%[c], #-8]\n\t"
+                     "smlad %[s00], %[a], %[x], %[s00]\n\t"
+                     "smlad %[s10], %[b], %[x], %[s10]\n\t"
+                     "ldr %[x], [%[c], #-4]\n\t"
+                     "smlad %[s01], %[a], %[x], %[s01]\n\t"
+                     "smlad %[s11], %[b], %[x], %[s11]\n\t"
+                     "subs %[n4], %[n4], #1\n\t"
+                     "bne 1b"
+                     : [l0] "+&r"(l0), [l1] "+&r"(l1), [c] "+&r"(c), [n4] "+&r"(n4), [s00] "+&r"(s00),
+                       [s01] "+&r"(s01), [s10] "+&r"(s10), [s11] "+&r"(s11), [wa] "=&r"(wa), [wb] "=&r"(wb),
+                       [a] "=&r"(a), [b] "=&r"(b), [x] "=&r"(x)
+                     :
+                     : "cc", "memory");
+#else /* the asm's instructions in its order (the emulated-DSP host build) */
+    for (; n4 > 0; n4--, l0 += 4, l1 += 4, c += 8) {
+        const uint32_t wa = edge_get32(l0), wb = edge_get32(l1);
+        uint32_t a = edge_sxtb16(wa), b = edge_sxtb16(wb), x = edge_get32(c);
+        s00 = edge_smlad(a, x, s00);
+        s10 = edge_smlad(b, x, s10);
+        x = edge_get32(c + 2);
+        s01 = edge_smlad(a, x, s01);
+        s11 = edge_smlad(b, x, s11);
+        a = edge_sxtb16_ror8(wa);
+        b = edge_sxtb16_ror8(wb);
+        x = edge_get32(c + 4);
+        s00 = edge_smlad(a, x, s00);
+        s10 = edge_smlad(b, x, s10);
+        x = edge_get32(c + 6);
+        s01 = edge_smlad(a, x, s01);
+        s11 = edge_smlad(b, x, s11);
+    }
+#endif
+    s[0] = s00;
+    s[1] = s01;
+    s[2] = s10;
+    s[3] = s11;
+}
+
+/* One output: the requantization edge_rq_make took (q, a local copy: two SMMLAR), else edge_mbqm; the clamp to
+ * int8 (one SSAT). Inlined at its four uses (GCC -Os would call it: ~10 more instructions an output). */
+#if defined(__GNUC__)
+__attribute__((always_inline))
+#endif
+static inline int8_t bmm_out_int8(const bmm_data_t *d, const edge_rq_t *q, uint32_t acc) {
+    const int32_t v = q ? edge_rq_apply(q, (int32_t)acc, d->out_zp)
+                        : edge_mbqm((int32_t)acc, d->multiplier, d->shift) + d->out_zp;
+#if EDGE_DSP_ASM
+    int32_t r;
+    __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(v));
+    return (int8_t)r;
+#else
+    return (int8_t)(v < -128 ? -128 : v > 127 ? 127 : v);
+#endif
+}
+
+/* One INT8 [R, C] product on the DSP, a pair of rhs columns at a time (packed into c: 2 K int16, bmm_pack_pair)
+ * against every pair of lhs rows [R, K] (a scratch copy for adj_x). sum_k (l - l_zp)(r - r_zp) = sum_k l (r - r_zp)
+ * - l_zp sum_k (r - r_zp): the first sum in 2 x 2 blocks of outputs (bmm_block_2x2), the second from the pair's
+ * column sums. Both wrap in uint32 as the portable loop's sum: the same bytes (tests/test_attn_standins_s20.py). */
+static void bmm_one_int8_dsp(const bmm_data_t *d, const int8_t *lhs, const int8_t *rhs, int16_t *c, int8_t *y) {
+    const bmm_walk_t w = bmm_walk(d);
+    const int32_t R = w.R, C = w.C, K = w.K, K4 = K & ~3;
+    const edge_rq_t rq = d->dsp_rq, *q = d->dsp_rq_ok ? &rq : NULL;
+    const uint32_t lz = (uint32_t)d->l_zp;
+    int32_t i, j, k, sums[2];
+    for (j = 0; j < C; j += 2) {
+        uint32_t z0, z1;
+        bmm_pack_pair(&w, d->r_zp, rhs, j, c, sums);
+        z0 = lz * (uint32_t)sums[0];
+        z1 = lz * (uint32_t)sums[1];
+        for (i = 0; i < R; i += 2) {
+            const int8_t *l0 = lhs + (int64_t)i * K, *l1 = i + 1 < R ? l0 + K : l0; /* a lone last row: twice */
+            int8_t *y0 = y + (int64_t)i * C + j, *y1 = i + 1 < R ? y0 + C : y0;      /* (written twice, same value) */
+            const int16_t *t = c + 2 * K4;
+            uint32_t s[4] = {0, 0, 0, 0};
+            if (K4) bmm_block_2x2(l0, l1, c, K4 / 4, s);
+            for (k = K4; k < K; k++, t += 2) {
+                s[0] += (uint32_t)(l0[k] * t[0]);
+                s[1] += (uint32_t)(l0[k] * t[1]);
+                s[2] += (uint32_t)(l1[k] * t[0]);
+                s[3] += (uint32_t)(l1[k] * t[1]);
+            }
+            y0[0] = bmm_out_int8(d, q, s[0] - z0);
+            y1[0] = bmm_out_int8(d, q, s[2] - z0);
+            if (j + 1 < C) {
+                y0[1] = bmm_out_int8(d, q, s[1] - z1);
+                y1[1] = bmm_out_int8(d, q, s[3] - z1);
+            }
+        }
+    }
+}
+#endif
+
 /* The integer kinds over every batch index (strides in elements, as the float loop). */
-static void bmm_eval_int(const bmm_data_t *d, const edge_tensor_t *l, const edge_tensor_t *r, edge_tensor_t *out) {
+static void bmm_eval_int(const edge_node_t *node, edge_ctx_t *ctx, const bmm_data_t *d, const edge_tensor_t *l,
+                         const edge_tensor_t *r, edge_tensor_t *out) {
     const int64_t per = (int64_t)d->g.rows * d->g.cols;
     int32_t idx[EDGE_BMM_MAX_BATCH] = {0, 0, 0};
     int64_t lo = 0, ro = 0, yo = 0;
+    (void)node;
+    (void)ctx;
     do {
+#if EDGE_DSP
+        if (out->type == EDGE_INT8) {
+            const int8_t *lm = (const int8_t *)l->data + lo;
+            if (d->dsp_lhs >= 0)
+                lm = bmm_rows_of_k(lm, d->g.depth, d->g.rows, (int8_t *)edge_scratch(ctx, node, d->dsp_lhs));
+            bmm_one_int8_dsp(d, lm, (const int8_t *)r->data + ro, (int16_t *)edge_scratch(ctx, node, d->dsp_rhs),
+                             (int8_t *)out->data + yo);
+            yo += per;
+            continue;
+        }
+#endif
         if (EDGE_WITH_INT16 && out->type == EDGE_INT16)
             bmm_one_int16(d, (const int16_t *)l->data + lo, (const int16_t *)r->data + ro, (int16_t *)out->data + yo);
         else
@@ -242,7 +429,7 @@ void edge_eval_batch_matmul(const edge_node_t *node, edge_ctx_t *ctx) {
     }
     if (edge_tensor_elements(edge_out(ctx, node, 0)) == 0) return;
     if (edge_out(ctx, node, 0)->type != EDGE_FLOAT32) {
-        bmm_eval_int(d, edge_in(ctx, node, 0), edge_in(ctx, node, 1), edge_out(ctx, node, 0));
+        bmm_eval_int(node, ctx, d, edge_in(ctx, node, 0), edge_in(ctx, node, 1), edge_out(ctx, node, 0));
         return;
     }
     for (;;) {

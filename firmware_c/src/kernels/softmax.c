@@ -6,7 +6,9 @@
  *    beyond the input radius, which the reference skips), eval sums the row at Q12, takes GetReciprocal and
  *    scales every exp by it. Small inputs compute exp per element (no table in the arena); inputs over 512
  *    elements tabulate the 256 differences once per invoke in a scratch buffer. A host build (EDGE_SIMD) tabulates
- *    them at prepare and a row's outputs per difference (softmax_int8_row_lut): the same bytes.
+ *    them at prepare and a row's outputs per difference (softmax_int8_row_lut): the same bytes. A DSP build (the
+ *    Cortex-M4 / M7: softmax_int8_eval_dsp) computes each exp once -- a per-invoke table of the input's range, or
+ *    per element -- with gemmlowp's doubling high multiply as one SMMLAR (softmax_srdhm): the same bytes.
  *  - int16 input / output (zero points 0, output 1/32768): the scaled differences index TFLite's 513-entry
  *    exp table, the sum's reciprocal comes from the 1/(1+x) table (both built in prepare in float32 as
  *    LUTPopulateInt16 does).
@@ -20,6 +22,7 @@
  */
 #include <string.h>
 #include "edge_kernel.h"
+#include "../edge_dsp.h"
 #include "../edge_fixedpoint_act.h"
 #include "../simd/edge_simd.h"
 
@@ -33,7 +36,12 @@ typedef struct {
     int32_t out_bits, out_min, out_max;
     int32_t multiplier, shift;   /* int16 input */
     int32_t diff_min;            /* int8: exp of differences below it is 0 (beyond the input radius) */
-    int32_t scratch;             /* int8, big inputs: a 256-entry exp table built per invoke; else -1 */
+    int32_t scratch;             /* int8, big inputs: a 256-entry exp table built per invoke; else -1 (d->dsp:
+                                  * min(256, elements) int32s, the table or a small input's exps, per invoke) */
+#if EDGE_DSP
+    int32_t dsp;                 /* int8 rows by softmax_int8_eval_dsp (not under the least-RAM plan unless the input
+                                  * has at most SOFTMAX_STACK elements) */
+#endif
     int16_t *exp_lut, *recip_lut; /* int16: EA_LUT16_SIZE entries each */
 #if EDGE_SIMD
     int32_t simd;                /* float32 on a 64-bit Linux CPU with a fast path: its level (0: none) */
@@ -44,13 +52,64 @@ typedef struct {
 #endif
 } softmax_data_t;
 
+#define SOFTMAX_STACK 32 /* DSP builds: an int8 input of at most this many elements keeps its exps on the stack */
+
 static float exp_transform(float x) { return (float)exp((double)x); }
 static float recip_transform(float x) { return 1.0f / (1.0f + x); }
+
+#if EDGE_DSP
+/* gemmlowp's SaturatingRoundingDoublingHighMul in one SMMLAR: its nudged truncating division of a * b by 2^31 is
+ * floor((a * b + 2^30) / 2^31) for both signs, the high word of 2 a b + 2^31 = (c << 32) + a * m2 + 2^31 with
+ * m2 = 2 b wrapped to int32 and c = a (b >= 2^30), -a (b < -2^30), else 0 (modulo 2^64, which SMMLAR's sum is:
+ * exact, 2 a b fits but for a = b = INT32_MIN, the saturating case). edge_srdhm's 64-bit product and division:
+ * ~12 instructions on the M4; with a constant b this is one. */
+static inline int32_t softmax_srdhm(int32_t a, int32_t b) {
+    const int32_t c = b >= (1 << 30) ? a : b < -(1 << 30) ? (int32_t)(0u - (uint32_t)a) : 0;
+    if (a == EDGE_INT32_MIN && b == EDGE_INT32_MIN) return EDGE_INT32_MAX;
+    return edge_smmlar(a, (int32_t)((uint32_t)b << 1), c);
+}
+
+/* ea_exp_on_negative_values(a, 5) (softmax's Q5.26 input) with softmax_srdhm: the same steps on the same values
+ * (exp of [-1/4, 0) by its polynomial, then the barrel of exp(-2^e) factors for the remainder's bits 24..30). */
+static int32_t softmax_exp_q5(int32_t a) {
+    static const int32_t barrel[7] = {1672461947, 1302514674, 790015084, 290630308, 39332535, 720401, 242};
+    const int32_t one_quarter = 1 << 24;
+    const int32_t a_mod = ea_sub(a & (one_quarter - 1), one_quarter), remainder = ea_sub(a_mod, a);
+    /* ea_exp_quarter(ea_rescale(a_mod, 5, 0)): a_mod in [-2^24, 0), so the shift by 5 does not saturate */
+    const int32_t x = ea_add((int32_t)((uint32_t)a_mod << 5), (int32_t)1 << 28);
+    const int32_t x2 = softmax_srdhm(x, x), x3 = softmax_srdhm(x2, x), x4 = softmax_srdhm(x2, x2);
+    const int32_t poly = edge_rdbpot(ea_add(softmax_srdhm(ea_add(edge_rdbpot(x4, 2), x3), 715827883), x2), 1);
+    int32_t result = ea_add(1895147668, softmax_srdhm(1895147668, ea_add(x, poly))), e;
+    for (e = 0; e < 7; e++)
+        if (remainder & ((int32_t)1 << (24 + e))) result = softmax_srdhm(result, barrel[e]);
+    return a == 0 ? EDGE_INT32_MAX : result;
+}
+
+/* ea_get_reciprocal(x, 12, bits_over) with softmax_srdhm: gemmlowp's Newton-Raphson 1 / (1 + a), the same steps. */
+static int32_t softmax_reciprocal(int32_t x, int32_t *num_bits_over_unit) {
+    const int32_t headroom_plus_one = ea_clz32((uint32_t)x);
+    const uint32_t shifted = headroom_plus_one >= 32 ? 0u : (uint32_t)x << headroom_plus_one;
+    const int64_t sum = (int64_t)edge_wrap32((int64_t)shifted - ((int64_t)1 << 31)) + EDGE_INT32_MAX;
+    const int32_t half_denominator = (int32_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
+    int32_t r = ea_add(1515870810, softmax_srdhm(half_denominator, -1010580540)), k;
+    *num_bits_over_unit = 12 - headroom_plus_one;
+    for (k = 0; k < 3; k++) {
+        const int32_t one_minus = ea_sub((int32_t)1 << 29, softmax_srdhm(half_denominator, r));
+        r = ea_add(r, ea_rescale(softmax_srdhm(r, one_minus), 4, 2));
+    }
+    return ea_rescale(r, 1, 0);
+}
+#endif
 
 /* exp of -k (k = max - x, 0..255) in Q0.31; 0 beyond the input radius (the reference skips those). */
 static int32_t softmax_exp8(const softmax_data_t *d, int32_t k) {
     if (-k < d->diff_min) return 0;
+#if EDGE_DSP
+    if (k == 0) return EDGE_INT32_MAX; /* a row's maximum (each row has one): exp(0), its polynomial skipped */
+    return softmax_exp_q5(softmax_srdhm(edge_wrap32((int64_t)(-k) * ((int64_t)1 << d->shift)), d->multiplier));
+#else
     return ea_exp_on_negative_values(edge_srdhm(edge_wrap32((int64_t)(-k) * ((int64_t)1 << d->shift)), d->multiplier), 5);
+#endif
 }
 
 edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
@@ -114,6 +173,9 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
         radius = ((int64_t)31 << 26) >> d->shift;
         d->diff_min = radius > 1000000000 ? -1000000000 : -(int32_t)radius;
         d->scratch = -1;
+#if EDGE_DSP
+        d->dsp = 0;
+#endif
 #if EDGE_SIMD
         if (edge_simd_level()) {
             int32_t k;
@@ -122,6 +184,19 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
             for (k = 0; k < 256; k++) d->exp8_table[k] = softmax_exp8(d, k);
             d->lut_level = edge_simd_lut8(edge_simd_level(), NULL, NULL, NULL, 0) ? edge_simd_level() : 0;
             return EDGE_OK;
+        }
+#endif
+#if EDGE_DSP
+        /* the M4's rows (softmax_int8_eval_dsp): each exp computed once, in a table or per element, in a scratch of
+         * up to 1 KB (on the stack for a small input); the least-RAM plan keeps the rows below for larger inputs
+         * (no scratch up to 512 elements) */
+        if (n <= SOFTMAX_STACK) { /* a small input: its table or exps on the stack, on every plan */
+            d->dsp = 1;
+            return EDGE_OK;
+        }
+        if (!edge_least_ram(ctx->interp)) {
+            d->dsp = 1;
+            return edge_request_scratch(ctx, node, (size_t)(n < 256 ? n : 256) * sizeof(int32_t), &d->scratch);
         }
 #endif
         /* exp per element (twice) is cheaper than tabulating all 256 differences for small inputs */
@@ -212,6 +287,65 @@ static void softmax_int8_row_lut(const softmax_data_t *d, const int32_t *table, 
 }
 #endif
 
+#if EDGE_DSP
+/* One row's outputs from its exps e(i) (Q0.31; table: e(i) = table[max - x[i]], else exps[i]): the sum at Q12,
+ * GetReciprocal, each exp scaled -- softmax_int8_row's integer steps, its rounding divide in 32 bits where the
+ * exponent allows (the scaled exps are >= 0 and below 2^31: the same value as the 64-bit one). */
+static void softmax_int8_row_exps(const softmax_data_t *d, const int32_t *table, const int32_t *exps, int32_t max,
+                                  const int8_t *x, void *y) {
+    const int32_t n = d->depth;
+    int32_t i, inv, bits_over, exponent;
+    int64_t total = 0;
+    if (table)
+        for (i = 0; i < n; i++) total += edge_rdbpot(table[max - x[i]], 12);
+    else
+        for (i = 0; i < n; i++) total += edge_rdbpot(exps[i], 12);
+    inv = softmax_reciprocal(edge_wrap32(total), &bits_over);
+    exponent = bits_over + 31 - d->out_bits;
+    for (i = 0; i < n; i++) {
+        const int32_t e = table ? table[max - x[i]] : exps[i], v = softmax_srdhm(inv, e);
+        int64_t r = (exponent >= 0 && exponent <= 31 ? edge_rdbpot(v, exponent) : ea_rdbpot64(v, exponent)) +
+                    d->out_min;
+        r = ea_clamp(r, d->out_min, d->out_max);
+        if (!EDGE_WITH_INT16 || d->out_bits == 8) ((int8_t *)y)[i] = (int8_t)r;
+        else ((int16_t *)y)[i] = (int16_t)r;
+    }
+}
+
+/* int8 input on the M4: each gemmlowp exp (a few hundred instructions) computed once, not twice per element as
+ * softmax_int8_row and CMSIS-NN's arm_softmax_s8 do. The differences k = max(row) - x lie in [0, max - min] of
+ * the whole input: when that range has fewer values than the input has elements, the exps of those k are
+ * tabulated (a [range + 1] int32 table in the scratch; an attention [H, T, T] score tensor: at most 256 exps
+ * for H * T * T elements); else (a small input: a 12-class head) each element's exp is kept in the scratch
+ * ([n] int32, n < 256) for its row's second pass. */
+static void softmax_int8_eval_dsp(const softmax_data_t *d, int32_t *scratch, const int8_t *x, uint8_t *y) {
+    const int64_t n = d->rows * d->depth;
+    int32_t gmax = -128, gmin = 127, k;
+    int64_t i, r;
+    for (i = 0; i < n; i++) {
+        gmax = x[i] > gmax ? x[i] : gmax;
+        gmin = x[i] < gmin ? x[i] : gmin;
+    }
+    if (gmax - gmin < n) { /* the table: range + 1 <= n values, and at most 256 (the scratch's size) */
+        for (k = 0; k <= gmax - gmin; k++) scratch[k] = softmax_exp8(d, k);
+        for (r = 0; r < d->rows; r++) {
+            const int8_t *row = x + r * d->depth;
+            int32_t max = -128;
+            for (k = 0; k < d->depth; k++) max = row[k] > max ? row[k] : max;
+            softmax_int8_row_exps(d, scratch, NULL, max, row, y + r * d->depth * (d->out_bits / 8));
+        }
+        return;
+    }
+    for (r = 0; r < d->rows; r++) { /* n <= 256 here: each element's exp in scratch[0..depth) */
+        const int8_t *row = x + r * d->depth;
+        int32_t max = -128;
+        for (k = 0; k < d->depth; k++) max = row[k] > max ? row[k] : max;
+        for (k = 0; k < d->depth; k++) scratch[k] = softmax_exp8(d, max - row[k]);
+        softmax_int8_row_exps(d, NULL, scratch, max, row, y + r * d->depth * (d->out_bits / 8));
+    }
+}
+#endif
+
 static int32_t softmax_exp16(const softmax_data_t *d, int32_t diff) {
     int64_t sym = (int64_t)ea_mbqm(diff, d->multiplier, d->shift) + 32767;
     return ea_lut_lookup_int16((int32_t)(sym < -32768 ? -32768 : sym > 32767 ? 32767 : sym), d->exp_lut);
@@ -261,6 +395,14 @@ void edge_eval_softmax(const edge_node_t *node, edge_ctx_t *ctx) {
     if (d->depth <= 0) return;
 #if EDGE_SIMD
     if (d->exp8_table) table = d->exp8_table;
+#endif
+#if EDGE_DSP
+    if (d->in_type == EDGE_INT8 && d->dsp) {
+        int32_t small[SOFTMAX_STACK]; /* d->scratch < 0: at most SOFTMAX_STACK elements */
+        softmax_int8_eval_dsp(d, d->scratch >= 0 ? (int32_t *)edge_scratch(ctx, node, d->scratch) : small,
+                              (const int8_t *)x->data, (uint8_t *)out->data);
+        return;
+    }
 #endif
     if (d->in_type == EDGE_INT8 && d->scratch >= 0) {
         int32_t k;

@@ -3,11 +3,13 @@
  * one and merges neighbours that stay contiguous (NCHW -> NHWC becomes [H * W, C] with input strides
  * [1, H * W]). Eval then takes the cheapest of: the innermost output dimension contiguous in the input too
  * (rows of it block-copied); a 2-D transpose, a batch of them (the input read in order, column by column of
- * the output); else an odometer over the output in order, the innermost dimension in a tight strided loop.
+ * the output); else an odometer over the output in order, the innermost dimension in a tight strided loop. A DSP
+ * build (the Cortex-M4 / M7) copies the rows of up to three merged dims in words (transpose_rows_dsp).
  */
 #include <string.h>
 
 #include "edge_kernel.h"
+#include "../edge_dsp.h"
 #include "../edge_fixedpoint.h"
 #include "../edge_index.h"
 
@@ -142,6 +144,26 @@ static void transpose_columns(const void *src, void *dst, int32_t elem, int32_t 
 }
 #undef TRANSPOSE_COLUMNS
 
+#if EDGE_DSP
+/* The block copies of up to three merged dims on the M4 ([T, H, dh] -> [H, T, dh], an attention head split: T * H
+ * rows of dh bytes): two plain loops over the outer dims in place of the 64-bit odometer, each row copied in
+ * words (v7E-M loads and stores words at any address) -- the odometer and a memcpy call were ~140 instructions
+ * a 16-byte row. */
+static void transpose_rows_dsp(const transpose_data_t *d, const uint8_t *src, uint8_t *o) {
+    const int32_t r = d->mrank, bytes = d->mdims[r - 1] * d->elem;
+    const int32_t n0 = r == 3 ? d->mdims[0] : 1, n1 = r >= 2 ? d->mdims[r - 2] : 1;
+    const int32_t s0 = r == 3 ? (int32_t)d->mstride[0] * d->elem : 0;
+    const int32_t s1 = r >= 2 ? (int32_t)d->mstride[r - 2] * d->elem : 0;
+    int32_t i, j, k;
+    for (i = 0; i < n0; i++)
+        for (j = 0; j < n1; j++, o += bytes) {
+            const uint8_t *row = src + i * s0 + j * s1;
+            for (k = 0; k + 4 <= bytes; k += 4) edge_put32(o + k, edge_get32(row + k));
+            for (; k < bytes; k++) o[k] = row[k];
+        }
+}
+#endif
+
 void edge_eval_transpose(const edge_node_t *node, edge_ctx_t *ctx) {
     const transpose_data_t *d = (const transpose_data_t *)node->user_data;
     const void *src = edge_in(ctx, node, 0)->data;
@@ -153,6 +175,12 @@ void edge_eval_transpose(const edge_node_t *node, edge_ctx_t *ctx) {
         int32_t idx[EDGE_INDEX_MAX_RANK] = {0};
         int64_t pos = 0, k;
         uint8_t *o = (uint8_t *)dst;
+#if EDGE_DSP
+        if (r <= 3 && d->count * d->elem <= 0x7fffffff) { /* int32 offsets */
+            transpose_rows_dsp(d, (const uint8_t *)src, o);
+            return;
+        }
+#endif
         for (k = 0; k < d->count / d->mdims[last]; k++, o += row) {
             memcpy(o, (const uint8_t *)src + pos * d->elem, row);
             edge_odometer_next(idx, d->mdims, d->mstride, last, &pos);
