@@ -240,4 +240,41 @@ static inline edge_rq_t edge_rq_at(const int32_t *rq, int32_t n, int32_t i) {
     return q;
 }
 
+#if EDGE_DSP
+/* Four int8 lanes' maxima / minima of two words: SSUB8 sets each lane's GE flag (a >= b), SEL picks the lane from
+ * a where it is set, else from b (two instructions; the flags never leave the asm block). MAX_POOL_2D's window
+ * maxima and the fused-activation clamps of the int8 element-wise rows. */
+#if EDGE_DSP_ASM
+static inline uint32_t edge_smax8(uint32_t a, uint32_t b) {
+    uint32_t r, t;
+    __asm__("ssub8 %1, %2, %3\n\tsel %0, %2, %3" : "=r"(r), "=&r"(t) : "r"(a), "r"(b) : "cc");
+    return r;
+}
+static inline uint32_t edge_smin8(uint32_t a, uint32_t b) {
+    uint32_t r, t;
+    __asm__("ssub8 %1, %2, %3\n\tsel %0, %3, %2" : "=r"(r), "=&r"(t) : "r"(a), "r"(b) : "cc");
+    return r;
+}
+#else
+static inline uint32_t edge_smax8(uint32_t a, uint32_t b) {
+    uint32_t r = 0;
+    int k;
+    for (k = 0; k < 32; k += 8) {
+        const int8_t x = (int8_t)(a >> k), y = (int8_t)(b >> k);
+        r |= (uint32_t)(uint8_t)(x >= y ? x : y) << k;
+    }
+    return r;
+}
+static inline uint32_t edge_smin8(uint32_t a, uint32_t b) {
+    uint32_t r = 0;
+    int k;
+    for (k = 0; k < 32; k += 8) {
+        const int8_t x = (int8_t)(a >> k), y = (int8_t)(b >> k);
+        r |= (uint32_t)(uint8_t)(x >= y ? y : x) << k;
+    }
+    return r;
+}
+#endif
+#endif
+
 #endif /* EDGE_DSP_H */
