@@ -88,7 +88,7 @@ def _op_cases() -> dict[str, tuple[bytes, list[np.ndarray]]]:
     scales far apart (a right shift of 0, 1 and many), fused RELU / RELU6 clamps; PRELU with an output scale below
     the input's (a left shift) and a slope zero point; MAX / AVERAGE pools with SAME padding (edge windows of fewer
     cells), 11 channels (a word and a tail), a fused RELU6, and an average over more than 255 cells (the int32
-    fallback)."""
+    fallback); PAD of the channels only (the DSP row loop: 11 channels, gaps of 13, 7 and 1) and of H too."""
     from tests.oprunner import T, op_model
 
     rng = np.random.default_rng(25)
@@ -114,6 +114,12 @@ def _op_cases() -> dict[str, tuple[bytes, list[np.ndarray]]]:
         alpha = T((1, 1, 11), scale=s_a, zero_point=a_zp, data=rng.integers(-128, 128, (1, 1, 11)).astype(np.int8))
         cases[f"prelu_{k}"] = (op_model("PRELU", [T(shape, scale=s_in, zero_point=3), alpha],
                                         [T(shape, scale=s_out, zero_point=-9)]), [feed(shape)])
+    for k, pads in enumerate([[[0, 0], [0, 0], [0, 0], [0, 13]], [[0, 0], [0, 0], [0, 0], [2, 5]],
+                              [[0, 0], [1, 2], [0, 0], [3, 1]], [[0, 0], [0, 0], [0, 0], [1, 0]]]):
+        out = tuple(n + a + b for n, (a, b) in zip(shape, pads))
+        q = {"scale": 0.02, "zero_point": -11 + 9 * k}
+        cases[f"pad_{k}"] = (op_model("PAD", [T(shape, **q), T((4, 2), "INT32", data=np.array(pads, np.int32))],
+                                      [T(out, **q)]), [feed(shape)])
     for op in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
         for k, (xshape, f, st, pad, act) in enumerate([((1, 9, 7, 11), 3, 2, "SAME", "NONE"),
                                                        ((1, 8, 8, 16), 2, 2, "VALID", "RELU6"),
