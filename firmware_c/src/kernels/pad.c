@@ -204,15 +204,7 @@ static void pad_last_int8_dsp(const pad_data_t *d, const uint8_t *in, uint8_t *o
     memset(out, value, (size_t)d->base);
     out += d->base;
     for (r = 0; r < d->runs; r++, in += in_c) {
-        for (k = 0; k + 16 <= in_c; k += 16, out += 16) { /* four words a step: ~0.7 instructions a byte */
-            const uint32_t w0 = edge_get32(in + k), w1 = edge_get32(in + k + 4);
-            const uint32_t w2 = edge_get32(in + k + 8), w3 = edge_get32(in + k + 12);
-            edge_put32(out, w0);
-            edge_put32(out + 4, w1);
-            edge_put32(out + 8, w2);
-            edge_put32(out + 12, w3);
-        }
-        for (; k + 4 <= in_c; k += 4, out += 4) edge_put32(out, edge_get32(in + k));
+        for (k = 0; k + 4 <= in_c; k += 4, out += 4) edge_put32(out, edge_get32(in + k));
         for (; k < in_c; k++) *out++ = in[k];
         if (r + 1 < d->runs) { /* the gap to the next row: its after and the next one's before */
             for (k = 0; k + 4 <= gap; k += 4, out += 4) edge_put32(out, v4);
