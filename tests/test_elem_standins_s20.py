@@ -88,7 +88,8 @@ def _op_cases() -> dict[str, tuple[bytes, list[np.ndarray]]]:
     scales far apart (a right shift of 0, 1 and many), fused RELU / RELU6 clamps; PRELU with an output scale below
     the input's (a left shift) and a slope zero point; MAX / AVERAGE pools with SAME padding (edge windows of fewer
     cells), 11 channels (a word and a tail), a fused RELU6, and an average over more than 255 cells (the int32
-    fallback); PAD of the channels only (the DSP row loop: 11 channels, gaps of 13, 7 and 1) and of H too."""
+    fallback); PAD of the channels only (the DSP row loop: 11 channels, gaps of 13, 7 and 1; rows of 40 and 33 bytes)
+    and of H too."""
     from tests.oprunner import T, op_model
 
     rng = np.random.default_rng(25)
@@ -120,6 +121,11 @@ def _op_cases() -> dict[str, tuple[bytes, list[np.ndarray]]]:
         q = {"scale": 0.02, "zero_point": -11 + 9 * k}
         cases[f"pad_{k}"] = (op_model("PAD", [T(shape, **q), T((4, 2), "INT32", data=np.array(pads, np.int32))],
                                       [T(out, **q)]), [feed(shape)])
+    for k, (c, pads) in enumerate([(40, [0, 4]), (33, [2, 3])]):  # rows of 32+ bytes: the block copy
+        xshape, out = (1, 3, 5, c), (1, 3, 5, c + sum(pads))
+        q = {"scale": 0.02, "zero_point": 5}
+        cases[f"pad_wide_{k}"] = (op_model("PAD", [T(xshape, **q), T((4, 2), "INT32", data=np.array(
+            [[0, 0], [0, 0], [0, 0], pads], np.int32))], [T(out, **q)]), [feed(xshape)])
     for op in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
         for k, (xshape, f, st, pad, act) in enumerate([((1, 9, 7, 11), 3, 2, "SAME", "NONE"),
                                                        ((1, 8, 8, 16), 2, 2, "VALID", "RELU6"),

@@ -198,17 +198,23 @@ static void pad_last_int8_dsp(const pad_data_t *d, const uint8_t *in, uint8_t *o
     const uint32_t v4 = (uint32_t)value * 0x01010101u;
     const int32_t in_c = (int32_t)d->run_bytes, out_c = (int32_t)d->out_stride[d->rank - 2];
     const int32_t gap = out_c - in_c;
+    const int32_t words = in_c >> 2, bytes = in_c & 3, gap_words = gap >> 2, gap_bytes = gap & 3;
     uint8_t *const end = out + out_bytes;
-    int64_t r;
-    int32_t k;
+    int32_t r, k;
     memset(out, value, (size_t)d->base);
     out += d->base;
-    for (r = 0; r < d->runs; r++, in += in_c) {
-        for (k = 0; k + 4 <= in_c; k += 4, out += 4) edge_put32(out, edge_get32(in + k));
-        for (; k < in_c; k++) *out++ = in[k];
-        if (r + 1 < d->runs) { /* the gap to the next row: its after and the next one's before */
-            for (k = 0; k + 4 <= gap; k += 4, out += 4) edge_put32(out, v4);
-            for (; k < gap; k++) *out++ = value;
+    for (r = (int32_t)d->runs; r > 0; r--) { /* runs < 2^31: pad_eval's condition */
+        if (in_c >= 32) { /* LDM / STM blocks when aligned (edge_copy_apart) */
+            edge_copy_apart(out, in, (size_t)in_c);
+            out += in_c;
+            in += in_c;
+        } else {
+            for (k = words; k > 0; k--, out += 4, in += 4) edge_put32(out, edge_get32(in));
+            for (k = bytes; k > 0; k--) *out++ = *in++;
+        }
+        if (r > 1) { /* the gap to the next row: its after and the next one's before */
+            for (k = gap_words; k > 0; k--, out += 4) edge_put32(out, v4);
+            for (k = gap_bytes; k > 0; k--) *out++ = value;
         }
     }
     memset(out, value, (size_t)(end - out));
@@ -285,7 +291,7 @@ static void pad_eval(const edge_node_t *node, edge_ctx_t *ctx) {
         return;
     }
 #if EDGE_DSP
-    if (d->elem == 1 && d->rank >= 2 && d->run_dim == d->rank - 1 && d->runs > 0 &&
+    if (d->elem == 1 && d->rank >= 2 && d->run_dim == d->rank - 1 && d->runs > 0 && d->runs <= INT32_MAX &&
         (int64_t)y->bytes == d->runs * d->out_stride[d->rank - 2]) { /* only the last dimension padded */
         pad_last_int8_dsp(d, in, out, y->bytes, value[0]);
         return;
