@@ -13,6 +13,7 @@
 #define EDGE_BINARY_H
 
 #include "edge_fixedpoint_act.h"
+#include "edge_dsp.h"
 
 /* MultiplyByQuantizedMultiplier (ea_mbqm, any shift) with its shift split at prepare: x << left (wrapped), the
  * doubling high multiply, a rounding right shift. For a multiplier from edge_quantize_multiplier of a
@@ -40,6 +41,47 @@ static inline int32_t eb_rq(eb_rq_t q, int32_t x) {
     const int32_t shifted = edge_wrap32((int64_t)(uint32_t)((uint32_t)x << q.left));
     return edge_rdbpot(eb_srdhm(shifted, q.multiplier), q.right);
 }
+
+#if EDGE_DSP
+/* eb_rq's steps for a DSP core (Cortex-M4/M7), plus a zero point: no 64-bit helper. The doubling high multiply
+ * floor((y * m + 2^30) / 2^31) is SMMLAR(y, 2m - 2^32, y) (edge_dsp.h's edge_rq_t: m in [2^30, 2^31), which
+ * eb_rq_init's multipliers are, or 0); the rounding right shift (halves away from zero: -1 for a negative h first)
+ * is SMMLAR(h, 2^(32 - right), zp) for right >= 2, (h + 1) >> 1 for 1, nothing for 0. A zero multiplier is
+ * right 31 with y passed through (SMMLAR(y, 0, y) = y): 0, as eb_rq's, for |x| < 2^30 (the element kernels'
+ * values: ADD's scaled sums < 2^29, products of two int8 differences < 2^16). */
+typedef struct {
+    int32_t left, mul2, right, rnd;
+} eb_dsp_rq_t;
+
+static inline void eb_dsp_rq_init(eb_dsp_rq_t *d, eb_rq_t q) {
+    d->left = q.left;
+    d->mul2 = (int32_t)((uint32_t)q.multiplier << 1);
+    d->right = q.multiplier ? q.right : 31;
+    d->rnd = d->right >= 2 ? (int32_t)((uint32_t)1 << (32 - d->right)) : 0;
+}
+
+/* Forced inline: at -Os GCC keeps a call per element otherwise (the row loops are these kernels' whole cost). */
+#if defined(__GNUC__)
+#define EB_DSP_INLINE static inline __attribute__((always_inline))
+#else
+#define EB_DSP_INLINE static inline
+#endif
+
+/* eb_rq(q, x) + zp with q's fields (eb_dsp_rq_init) as scalars, for row loops that keep them in registers;
+ * bit-exact for every x that eb_rq_init's zero case allows. */
+EB_DSP_INLINE int32_t eb_dsp_rq_s(int32_t x, int32_t left, int32_t mul2, int32_t right, int32_t rnd, int32_t zp) {
+    const int32_t y = (int32_t)((uint32_t)x << left);
+    const int32_t h = edge_smmlar(y, mul2, y);
+    if (right >= 2) return edge_smmlar(h + (h >> 31), rnd, zp); /* >> of a negative: arithmetic, as everywhere */
+    return (right ? (h + (h >> 31) + 1) >> 1 : h) + zp;
+}
+
+/* The same for a right shift of 2 or more and no left shift (the output steps of ADD / SUB / MUL): 4 instructions. */
+EB_DSP_INLINE int32_t eb_dsp_rq_r2(int32_t x, int32_t mul2, int32_t rnd, int32_t zp) {
+    const int32_t h = edge_smmlar(x, mul2, x);
+    return edge_smmlar(h + (h >> 31), rnd, zp);
+}
+#endif
 
 /* A row function (ea_row_fn) from an element function elem(op_t params, T x1, T x2) -> int32/float; op
  * points at the op_t (keep it small: it is copied once per row). Size-optimized builds (-Os) keep one loop. */

@@ -22,6 +22,7 @@
 #ifndef EDGE_DSP_H
 #define EDGE_DSP_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -542,6 +543,77 @@ static inline void edge_copy_bytes(void *dst, const void *src, uint32_t n) {
 }
 #else
 static inline void edge_copy_bytes(void *dst, const void *src, uint32_t n) { memcpy(dst, src, n); }
+
+#if EDGE_DSP
+/* Four int8 lanes' maxima / minima of two words: SSUB8 sets each lane's GE flag (a >= b), SEL picks the lane from
+ * a where it is set, else from b (two instructions; the flags never leave the asm block). MAX_POOL_2D's window
+ * maxima and the fused-activation clamps of the int8 element-wise rows. */
+#if EDGE_DSP_ASM
+static inline uint32_t edge_smax8(uint32_t a, uint32_t b) {
+    uint32_t r, t;
+    __asm__("ssub8 %1, %2, %3\n\tsel %0, %2, %3" : "=r"(r), "=&r"(t) : "r"(a), "r"(b) : "cc");
+    return r;
+}
+static inline uint32_t edge_smin8(uint32_t a, uint32_t b) {
+    uint32_t r, t;
+    __asm__("ssub8 %1, %2, %3\n\tsel %0, %3, %2" : "=r"(r), "=&r"(t) : "r"(a), "r"(b) : "cc");
+    return r;
+}
+#else
+static inline uint32_t edge_smax8(uint32_t a, uint32_t b) {
+    uint32_t r = 0;
+    int k;
+    for (k = 0; k < 32; k += 8) {
+        const int8_t x = (int8_t)(a >> k), y = (int8_t)(b >> k);
+        r |= (uint32_t)(uint8_t)(x >= y ? x : y) << k;
+    }
+    return r;
+}
+static inline uint32_t edge_smin8(uint32_t a, uint32_t b) {
+    uint32_t r = 0;
+    int k;
+    for (k = 0; k < 32; k += 8) {
+        const int8_t x = (int8_t)(a >> k), y = (int8_t)(b >> k);
+        r |= (uint32_t)(uint8_t)(x >= y ? y : x) << k;
+    }
+    return r;
+}
+#endif
+#endif
+
+#if EDGE_DSP
+/* n bytes from src to dst, the two apart: on the M4/M7 eight words per LDM / STM pair while both are word aligned
+ * (four instructions per 32 bytes), then four unaligned words a step, then bytes; newlib's memcpy / memmove on
+ * these boards take about 1.3 instructions a byte (RESHAPE's copy, PAD's rows). The emulated build: memcpy. */
+static inline void edge_copy_apart(void *dst, const void *src, size_t n) {
+#if EDGE_DSP_ASM
+    uint8_t *d = (uint8_t *)dst;
+    const uint8_t *s = (const uint8_t *)src;
+    if (n >= 32 && (((uintptr_t)d | (uintptr_t)s) & 3u) == 0) {
+        size_t blocks = n >> 5;
+        n &= 31u;
+        __asm__ volatile("1:\n\t"
+                         "ldmia %[s]!, {r4, r5, r6, r8, r9, r10, r11, r12}\n\t"
+                         "stmia %[d]!, {r4, r5, r6, r8, r9, r10, r11, r12}\n\t"
+                         "subs %[k], %[k], #1\n\t"
+                         "bne 1b"
+                         : [s] "+&r"(s), [d] "+&r"(d), [k] "+&r"(blocks)
+                         :
+                         : "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "cc", "memory");
+    }
+    for (; n >= 16; n -= 16, s += 16, d += 16) {
+        const uint32_t a = edge_get32(s), b = edge_get32(s + 4), c = edge_get32(s + 8), e = edge_get32(s + 12);
+        edge_put32(d, a);
+        edge_put32(d + 4, b);
+        edge_put32(d + 8, c);
+        edge_put32(d + 12, e);
+    }
+    for (; n >= 4; n -= 4, s += 4, d += 4) edge_put32(d, edge_get32(s));
+    while (n--) *d++ = *s++;
+#else
+    memcpy(dst, src, n);
+#endif
+}
 #endif
 
 #endif /* EDGE_DSP_H */

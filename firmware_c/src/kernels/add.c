@@ -25,6 +25,10 @@ typedef struct {
     eb_rq_t q1, q2, qo;
     float flo, fhi;
     int64_t lo64, hi64;         /* int64: the activation's bounds */
+#if EDGE_DSP
+    eb_dsp_rq_t d1, d2, dout;   /* int8 on a DSP core: q1, q2 and qo as eb_dsp_rq steps */
+    int32_t dsp_fast;           /* int8 on a DSP core: ADDSUB_ROW_DSP's rows apply (dout a right shift >= 2) */
+#endif
 } addsub_p_t;
 
 typedef struct {
@@ -104,6 +108,12 @@ static edge_status_t edge_addsub_prepare(edge_node_t *node, edge_ctx_t *ctx, int
         eb_rq_init(&d->p.q1, m1, s1);
         eb_rq_init(&d->p.q2, m2, s2);
         eb_rq_init(&d->p.qo, mo, so);
+#if EDGE_DSP
+        eb_dsp_rq_init(&d->p.d1, d->p.q1);
+        eb_dsp_rq_init(&d->p.d2, d->p.q2);
+        eb_dsp_rq_init(&d->p.dout, d->p.qo);
+        d->p.dsp_fast = a->type == EDGE_INT8 && d->p.dout.left == 0 && d->p.dout.right >= 2;
+#endif
     }
     d->p.zp1 = (uint32_t)a->zero_point;
     d->p.zp2 = (uint32_t)b->zero_point;
@@ -206,6 +216,39 @@ static inline int64_t sub_i64(const addsub_p_t d, int64_t x1, int64_t x2) {
 EB_ROWS64(add_rows, add, addsub_p_t, add_q8, add_q16, add_i32, add_f, add_i64)
 EB_ROWS64(sub_rows, sub, addsub_p_t, sub_q8, sub_q16, sub_i32, sub_f, sub_i64)
 
+#if EDGE_DSP
+/* int8 rows on a DSP core (Cortex-M4/M7): add_q8 / sub_q8 in 32 bits (edge_binary.h's eb_dsp_rq_s: SMMLAR, no
+ * 64-bit helper) with every parameter in a local, about 30 instructions an element where the element rows take
+ * ~96 at -Os. The output step must be a right shift of 2 or more (2 * max input scale / (2^20 * output scale) <
+ * 1/4: any output scale above 2^-17 of the inputs'), else the element rows (dsp_fast 0). |x - zp| << 20 < 2^28
+ * never wraps; the scaled sum stays below 2^29. */
+#define ADDSUB_ROW_DSP(name, elem_row, op)                                                                      \
+    static void name(const void *opd, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) { \
+        const addsub_p_t *p = (const addsub_p_t *)opd;                                                       \
+        const int8_t *x1 = (const int8_t *)a, *x2 = (const int8_t *)b;                                       \
+        int8_t *o = (int8_t *)y;                                                                             \
+        const int32_t zp1 = (int32_t)p->zp1, m1 = p->d1.mul2, s1 = p->d1.right, r1 = p->d1.rnd;             \
+        const int32_t zp2 = (int32_t)p->zp2, m2 = p->d2.mul2, s2 = p->d2.right, r2 = p->d2.rnd;             \
+        const int32_t mo = p->dout.mul2, ro = p->dout.rnd, zo = p->off_out, lo = p->lo, hi = p->hi;         \
+        int32_t i;                                                                                           \
+        if (!p->dsp_fast) {                                                                                  \
+            elem_row(opd, a, sa, b, sb, y, n);                                                               \
+            return;                                                                                          \
+        }                                                                                                    \
+        for (i = 0; i < n; i++, x1 += sa, x2 += sb) {                                                        \
+            const int32_t sum = eb_dsp_rq_s(*x1 - zp1, 20, m1, s1, r1, 0) op eb_dsp_rq_s(*x2 - zp2, 20, m2, s2, r2, 0); \
+            const int32_t r = eb_dsp_rq_r2(sum, mo, ro, zo);                                                 \
+            o[i] = (int8_t)(r < lo ? lo : (r > hi ? hi : r));                                                \
+        }                                                                                                    \
+    }
+ADDSUB_ROW_DSP(add_row_int8_dsp, add_row_int8, +)
+ADDSUB_ROW_DSP(sub_row_int8_dsp, sub_row_int8, -)
+static const eb_rows_t add_rows_dsp = {add_row_int8_dsp, EDGE_WITH_INT16 ? add_row_int16 : 0, add_row_int32,
+                                       EDGE_WITH_FLOAT32 ? add_row_float : 0, add_row_int64};
+static const eb_rows_t sub_rows_dsp = {sub_row_int8_dsp, EDGE_WITH_INT16 ? sub_row_int16 : 0, sub_row_int32,
+                                       EDGE_WITH_FLOAT32 ? sub_row_float : 0, sub_row_int64};
+#endif
+
 #if EDGE_SIMD
 static void addsub_row_simd(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
     const addsub_data_t *d = (const addsub_data_t *)op;
@@ -277,7 +320,12 @@ static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     const addsub_data_t *d = (const addsub_data_t *)node->user_data;
     const void *a = edge_in(ctx, node, 0)->data, *b = edge_in(ctx, node, 1)->data;
     void *y = edge_out(ctx, node, 0)->data;
+#if EDGE_DSP
+    const eb_rows_t *rows = d->p.dsp_fast ? (d->sign > 0 ? &add_rows_dsp : &sub_rows_dsp)
+                                          : (d->sign > 0 ? &add_rows : &sub_rows);
+#else
     const eb_rows_t *rows = d->sign > 0 ? &add_rows : &sub_rows;
+#endif
 #if EDGE_WITH_PATCH
     if (eb_window_eval(node, ctx, &d->win, &d->p, d->type, rows, a, b, y)) return; /* a patch window */
 #endif
@@ -290,6 +338,12 @@ static void edge_addsub_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     if (eb_eval_simd(&d->bc, d->type, d->fsimd, d->sign > 0 ? EDGE_SIMD_F32_ADD : EDGE_SIMD_F32_SUB, d->p.flo,
                      d->p.fhi, d->simd, d, addsub_row_simd, a, b, y))
         return;
+#endif
+#if EDGE_DSP
+    if (d->p.dsp_fast) { /* its rows beat the tables: no table to fill, no output step in 64 bits */
+        eb_eval(&d->bc, &d->p, d->type, rows, a, b, y);
+        return;
+    }
 #endif
     if (d->type == EDGE_INT8 && d->bc.rank == 1 && d->bc.a_stride[0] && d->bc.b_stride[0] &&
         d->bc.count >= ADDSUB_TABLE_MIN && disjoint(y, a, d->bc.dims[0]) && disjoint(y, b, d->bc.dims[0])) {

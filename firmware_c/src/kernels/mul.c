@@ -21,6 +21,10 @@ typedef struct {
     eb_rq_t q;
     float flo, fhi;
     int64_t lo64, hi64;         /* int64: the activation's bounds */
+#if EDGE_DSP
+    eb_dsp_rq_t dq;             /* int8 on a DSP core: q as eb_dsp_rq steps */
+    int32_t dsp_fast;           /* int8 on a DSP core: mul_row_int8_dsp applies (dq a right shift >= 2) */
+#endif
 } mul_p_t;
 
 typedef struct {
@@ -80,6 +84,10 @@ edge_status_t edge_prepare_mul(edge_node_t *node, edge_ctx_t *ctx) {
         if (edge_quantize_multiplier((double)a->scale * (double)b->scale / (double)out->scale, &multiplier, &shift))
             return EDGE_FAIL(ctx, EDGE_BAD_NODE, "MUL: scales give no multiplier");
         eb_rq_init(&d->p.q, multiplier, shift);
+#if EDGE_DSP
+        eb_dsp_rq_init(&d->p.dq, d->p.q);
+        d->p.dsp_fast = a->type == EDGE_INT8 && d->p.dq.left == 0 && d->p.dq.right >= 2;
+#endif
     }
     d->p.zp1 = (uint32_t)a->zero_point;
     d->p.zp2 = (uint32_t)b->zero_point;
@@ -123,6 +131,33 @@ static inline int64_t mul_i64(const mul_p_t d, int64_t x1, int64_t x2) {
 
 EB_ROWS64(mul_rows, mul, mul_p_t, mul_q, mul_q, mul_i32, mul_f, mul_i64)
 
+#if EDGE_DSP
+/* int8 rows on a DSP core (Cortex-M4/M7): mul_q with the requantization in 32 bits (eb_dsp_rq_r2: SMMLAR, no
+ * 64-bit helper) and every parameter in a local; |product| <= 255 * 255 < 2^16 never wraps. For a right shift of
+ * 2 or more (sa * sb / so < 1/4, the usual gate or scale), else the element rows (dsp_fast 0). */
+static void mul_row_int8_dsp(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
+    const mul_p_t *p = (const mul_p_t *)op;
+    const int8_t *x1 = (const int8_t *)a, *x2 = (const int8_t *)b;
+    int8_t *o = (int8_t *)y;
+    const int32_t zp1 = (int32_t)p->zp1, zp2 = (int32_t)p->zp2, m = p->dq.mul2, rnd = p->dq.rnd, zo = p->off_out;
+    const int32_t lo = p->lo, hi = p->hi;
+    int32_t i;
+    if (!p->dsp_fast) {
+        mul_row_int8(op, a, sa, b, sb, y, n);
+        return;
+    }
+    for (i = 0; i < n; i++, x1 += sa, x2 += sb) {
+        const int32_t r = eb_dsp_rq_r2((*x1 - zp1) * (*x2 - zp2), m, rnd, zo);
+        o[i] = (int8_t)(r < lo ? lo : (r > hi ? hi : r));
+    }
+}
+static const eb_rows_t mul_rows_dsp = {mul_row_int8_dsp, EDGE_WITH_INT16 ? mul_row_int16 : 0, mul_row_int32,
+                                       EDGE_WITH_FLOAT32 ? mul_row_float : 0, mul_row_int64};
+#define MUL_ROWS(d) ((d)->p.dsp_fast ? &mul_rows_dsp : &mul_rows)
+#else
+#define MUL_ROWS(d) (&mul_rows)
+#endif
+
 #if EDGE_SIMD
 static void mul_row_simd(const void *op, const void *a, int32_t sa, const void *b, int32_t sb, void *y, int32_t n) {
     const mul_data_t *d = (const mul_data_t *)op;
@@ -137,12 +172,12 @@ void edge_eval_mul(const edge_node_t *node, edge_ctx_t *ctx) {
     const void *a = edge_in(ctx, node, 0)->data, *b = edge_in(ctx, node, 1)->data;
     void *y = edge_out(ctx, node, 0)->data;
 #if EDGE_WITH_PATCH
-    if (eb_window_eval(node, ctx, &d->win, &d->p, d->type, &mul_rows, a, b, y)) return; /* a patch window */
+    if (eb_window_eval(node, ctx, &d->win, &d->p, d->type, MUL_ROWS(d), a, b, y)) return; /* a patch window */
 #endif
 #if EDGE_SIMD
     if (eb_eval_simd(&d->bc, d->type, d->fsimd, EDGE_SIMD_F32_MUL, d->p.flo, d->p.fhi, d->simd, d, mul_row_simd, a,
                      b, y))
         return;
 #endif
-    eb_eval(&d->bc, &d->p, d->type, &mul_rows, a, b, y);
+    eb_eval(&d->bc, &d->p, d->type, MUL_ROWS(d), a, b, y);
 }

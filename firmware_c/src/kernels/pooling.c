@@ -17,6 +17,7 @@
 #include "../edge_conv.h"
 #include "../edge_fixedpoint.h"
 #include "../simd/edge_simd.h"
+#include "../edge_dsp.h"
 
 EDGE_KERNEL(AVERAGE_POOL_2D, average_pool_2d, 3, "FLOAT32 INT8 INT16", "NHWC 4-D")
 EDGE_KERNEL(MAX_POOL_2D, max_pool_2d, 3, "FLOAT32 INT8 INT16", "NHWC 4-D")
@@ -243,6 +244,78 @@ static void pool_float_simd(const pool_data_t *d, const float *x, float *y, int 
 }
 #endif
 
+#if EDGE_DSP
+/* The largest window the int8 DSP average takes: its sums kept as int16 halves, |sum| <= 255 * 128 < 2^15. */
+#define POOL_DSP_MAX_CELLS 255
+
+/* int8 on a DSP core (Cortex-M4/M7), four channels a word, each word's window read before its output is written
+ * (as pool_int: the same in-place safety). MAX: the lanes' maxima through SSUB8 + SEL (edge_smax8), the fused
+ * activation's clamp the same way, one word stored; AVERAGE: the even and odd lanes summed as int16 halves
+ * (SXTAB16, two a word), then each channel's rounded division (halves away from zero, as pool_int). The c % 4
+ * last channels one at a time. y [n, oh, ow, c] from x [n, h, w, c]. */
+static void pool_int8_dsp(const pool_data_t *d, const int8_t *x, int8_t *y, int average) {
+    const int32_t c = d->c, c4 = c & ~3;
+    const int32_t lo = d->lo, hi = d->hi;
+    const uint32_t lo4 = (uint32_t)(uint8_t)lo * 0x01010101u, hi4 = (uint32_t)(uint8_t)hi * 0x01010101u;
+    const int clamp = lo > -128 || hi < 127;
+    int32_t b, oy, ox, i, fy, fx, fy0, fy1, fx0, fx1;
+    for (b = 0; b < d->n; b++) {
+        for (oy = 0; oy < d->geo.oh; oy++) {
+            const int32_t iy0 = oy * d->sh - d->geo.pt;
+            pool_range(iy0, d->geo.h, d->fh, &fy0, &fy1);
+            for (ox = 0; ox < d->geo.ow; ox++) {
+                const int32_t ix0 = ox * d->sw - d->geo.pl;
+                int8_t *yp = y + (((int64_t)b * d->geo.oh + oy) * d->geo.ow + ox) * c;
+                const int8_t *x0;
+                int32_t rows, cols, skip, count, half;
+                pool_range(ix0, d->geo.w, d->fw, &fx0, &fx1);
+                rows = fy1 - fy0;
+                cols = fx1 - fx0;
+                skip = (d->geo.w - cols) * c; /* from a window row's end to the next row's start */
+                count = rows * cols;
+                half = count / 2;
+                x0 = x + (((int64_t)b * d->geo.h + iy0 + fy0) * d->geo.w + ix0 + fx0) * c;
+                for (i = 0; i < c4; i += 4) {
+                    const int8_t *p = x0 + i;
+                    if (!average) {
+                        uint32_t m = 0x80808080u;
+                        for (fy = 0; fy < rows; fy++, p += skip)
+                            for (fx = 0; fx < cols; fx++, p += c) m = edge_smax8(m, edge_get32(p));
+                        if (clamp) m = edge_smin8(edge_smax8(m, lo4), hi4);
+                        edge_put32(yp + i, m);
+                    } else {
+                        uint32_t even = 0, odd = 0; /* lanes 0, 2 / 1, 3 as int16 halves */
+                        int32_t k, sum[4];
+                        for (fy = 0; fy < rows; fy++, p += skip)
+                            for (fx = 0; fx < cols; fx++, p += c) {
+                                const uint32_t v = edge_get32(p);
+                                even = edge_sxtab16(even, v);
+                                odd = edge_sxtab16_ror8(odd, v);
+                            }
+                        sum[0] = (int16_t)even;
+                        sum[1] = (int16_t)odd;
+                        sum[2] = (int32_t)even >> 16;
+                        sum[3] = (int32_t)odd >> 16;
+                        for (k = 0; k < 4; k++) {
+                            const int32_t v = sum[k] > 0 ? (sum[k] + half) / count : (sum[k] - half) / count;
+                            yp[i + k] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+                        }
+                    }
+                }
+                for (; i < c; i++) {
+                    const int8_t *p = x0 + i;
+                    int32_t v = average ? 0 : -128;
+                    for (fy = 0; fy < rows; fy++, p += skip)
+                        for (fx = 0; fx < cols; fx++, p += c) v = average ? v + *p : (*p > v ? *p : v);
+                    if (average) v = v > 0 ? (v + half) / count : (v - half) / count;
+                    yp[i] = (int8_t)(v < lo ? lo : (v > hi ? hi : v));
+                }
+            }
+        }
+    }
+}
+#endif
+
 static void pool_eval(const edge_node_t *node, edge_ctx_t *ctx, int average) {
     const pool_data_t *d = (const pool_data_t *)node->user_data;
     pool_data_t patch; /* a patch window (edge_window_t) */
@@ -261,6 +334,12 @@ static void pool_eval(const edge_node_t *node, edge_ctx_t *ctx, int average) {
     }
     if (EDGE_WITH_FLOAT32 && d->geo.fast && d->type == EDGE_FLOAT32) {
         pool_float_simd(d, (const float *)in->data, (float *)out->data, average);
+        return;
+    }
+#endif
+#if EDGE_DSP
+    if (d->type == EDGE_INT8 && (!average || d->fh * d->fw <= POOL_DSP_MAX_CELLS)) {
+        pool_int8_dsp(d, (const int8_t *)in->data, (int8_t *)out->data, average);
         return;
     }
 #endif

@@ -10,6 +10,7 @@
 
 #include "edge_kernel.h"
 #include "../edge_fixedpoint.h"
+#include "../edge_dsp.h"
 
 EDGE_KERNEL(RESHAPE, reshape, 2, "FLOAT32 FLOAT16 INT32 UINT8 INT64 BOOL INT16 COMPLEX64 INT8 FLOAT64 COMPLEX128 UINT64 UINT32 UINT16 INT4 INT2 UINT4", "")
 
@@ -126,5 +127,17 @@ void edge_eval_reshape(const edge_node_t *node, edge_ctx_t *ctx) {
             return;
         }
     }
-    if (y->data != x->data) memmove(y->data, x->data, y->bytes);
+    if (y->data == x->data) return; /* the planner's alias: nothing to move */
+#if EDGE_DSP
+    {
+        /* apart (every plan but a partial overlap) on a Cortex-M4/M7: LDM / STM blocks (edge_copy_apart); newlib's
+         * memmove took ~1.3 instructions a byte (2x TFLM's RESHAPE) */
+        const uintptr_t a = (uintptr_t)x->data, b = (uintptr_t)y->data;
+        if (a + y->bytes <= b || b + y->bytes <= a) {
+            edge_copy_apart(y->data, x->data, y->bytes);
+            return;
+        }
+    }
+#endif
+    memmove(y->data, x->data, y->bytes);
 }
