@@ -502,48 +502,6 @@ static inline edge_rq_t edge_rq_at(const int32_t *rq, int32_t n, int32_t i) {
     return q;
 }
 
-/* dst[0..n) = src[0..n): the block copies of activations (READ_VARIABLE / ASSIGN_VARIABLE, STRIDED_SLICE's
- * contiguous rows, CONCATENATION's blocks). newlib-nano's memcpy takes ~1.3 instructions a byte on the M4
- * (hey_jarvis's 1,200-byte ring buffer: 1,600); with dst word-aligned this moves 16 bytes per STM (an LDM from
- * an aligned src, four unaligned LDRs otherwise: a ring buffer's slice starts one row of C bytes in, C = 30):
- * ~0.4 instructions a byte. The tail (n % 16) and an unaligned dst go to memcpy. Other builds: memcpy. */
-#if EDGE_DSP_ASM
-static inline void edge_copy_bytes(void *dst, const void *src, uint32_t n) {
-    if (n >= 16 && ((uintptr_t)dst & 3u) == 0) {
-        uint32_t blocks = n >> 4;
-        register uint32_t w0 __asm__("r4"), w1 __asm__("r5"), w2 __asm__("r6"), w3 __asm__("r7");
-        uint8_t *d = (uint8_t *)dst;
-        const uint8_t *s = (const uint8_t *)src;
-        __asm__ volatile("tst %[s], #3\n\t"
-                         "bne 2f\n\t"
-                         "1:\n\t" /* src aligned: LDM */
-                         "ldmia %[s]!, {%[w0], %[w1], %[w2], %[w3]}\n\t"
-                         "stmia %[d]!, {%[w0], %[w1], %[w2], %[w3]}\n\t"
-                         "subs %[k], %[k], #1\n\t"
-                         "bne 1b\n\t"
-                         "b 3f\n\t"
-                         "2:\n\t" /* src unaligned: four LDRs */
-                         "ldr %[w0], [%[s]]\n\t"
-                         "ldr %[w1], [%[s], #4]\n\t"
-                         "ldr %[w2], [%[s], #8]\n\t"
-                         "ldr %[w3], [%[s], #12]\n\t"
-                         "adds %[s], %[s], #16\n\t"
-                         "stmia %[d]!, {%[w0], %[w1], %[w2], %[w3]}\n\t"
-                         "subs %[k], %[k], #1\n\t"
-                         "bne 2b\n\t"
-                         "3:"
-                         : [s] "+r"(s), [d] "+r"(d), [k] "+r"(blocks), [w0] "=&r"(w0), [w1] "=&r"(w1), [w2] "=&r"(w2),
-                           [w3] "=&r"(w3)
-                         :
-                         : "cc", "memory");
-        memcpy(d, s, n & 15u);
-        return;
-    }
-    memcpy(dst, src, n);
-}
-#else
-static inline void edge_copy_bytes(void *dst, const void *src, uint32_t n) { memcpy(dst, src, n); }
-
 #if EDGE_DSP
 /* Four int8 lanes' maxima / minima of two words: SSUB8 sets each lane's GE flag (a >= b), SEL picks the lane from
  * a where it is set, else from b (two instructions; the flags never leave the asm block). MAX_POOL_2D's window
@@ -581,11 +539,13 @@ static inline uint32_t edge_smin8(uint32_t a, uint32_t b) {
 #endif
 #endif
 
-#if EDGE_DSP
-/* n bytes from src to dst, the two apart: on the M4/M7 eight words per LDM / STM pair while both are word aligned
- * (four instructions per 32 bytes), then four unaligned words a step, then bytes; newlib's memcpy / memmove on
- * these boards take about 1.3 instructions a byte (RESHAPE's copy, PAD's rows). The emulated build: memcpy. */
-static inline void edge_copy_apart(void *dst, const void *src, size_t n) {
+/* dst[0..n) = src[0..n), the two apart: the block copies of activations (READ_VARIABLE / ASSIGN_VARIABLE,
+ * STRIDED_SLICE's contiguous runs, CONCATENATION's blocks, RESHAPE's copy, PAD's rows). newlib-nano's memcpy takes
+ * ~1.3 instructions a byte on the M4 (hey_jarvis's 1,200-byte ring buffer: 1,600). On the M4 / M7: eight words
+ * per LDM / STM pair while both are word aligned (four instructions per 32 bytes), then four unaligned words a
+ * step (a ring buffer's slice starts one row of C bytes in: C = 30), then words, then bytes. Other builds:
+ * memcpy. */
+static inline void edge_copy_bytes(void *dst, const void *src, size_t n) {
 #if EDGE_DSP_ASM
     uint8_t *d = (uint8_t *)dst;
     const uint8_t *s = (const uint8_t *)src;
@@ -614,6 +574,5 @@ static inline void edge_copy_apart(void *dst, const void *src, size_t n) {
     memcpy(dst, src, n);
 #endif
 }
-#endif
 
 #endif /* EDGE_DSP_H */

@@ -18,6 +18,7 @@ typedef struct {
     int32_t n_inputs;
     int64_t outer;          /* product of the dimensions before the axis */
     uint32_t *block;        /* bytes of input i per outer index */
+    int32_t words;          /* every block a multiple of 4 bytes (eval still checks the pointers' alignment) */
 } concat_data_t;
 
 static int same_quantization(const edge_tensor_t *a, const edge_tensor_t *b) {
@@ -89,9 +90,36 @@ edge_status_t edge_prepare_concatenation(edge_node_t *node, edge_ctx_t *ctx) {
     for (k = 0; k < axis; k++) d->outer *= shape[k];
     for (k = axis + 1; k < rank; k++) inner *= shape[k];
     inner *= edge_type_bytes(x0->type);
-    for (i = 0; i < node->n_inputs; i++)
+    d->words = 1;
+    for (i = 0; i < node->n_inputs; i++) {
         d->block[i] = (uint32_t)(inner * edge_in(ctx, node, i)->dims[axis]); /* <= the output's bytes */
+        if (d->block[i] & 3u) d->words = 0;
+    }
     return EDGE_OK;
+}
+
+/* Blocks under this many bytes whose size is a multiple of 4, between word-aligned tensors, go word by word in
+ * line: a channel concatenation of few channels copies a block of 4-16 bytes per pixel and input, where a call
+ * per block cost more than the copy (a U-Net decoder stand-in, 8 + 8 channels: 2.12x -> 0.95x TFLM + CMSIS-NN
+ * per node on the M4). */
+#define CONCAT_SMALL_BLOCK 64
+#define CONCAT_LOCAL_INPUTS 8 /* inputs whose source pointers eval keeps in registers / on the stack */
+
+/* One input's block: dst and *src advance past it. */
+static inline uint8_t *concat_block(uint8_t *dst, const uint8_t **src, uint32_t bytes, int words) {
+    if (words && bytes < CONCAT_SMALL_BLOCK) {
+        const uint8_t *s = *src;
+        uint32_t k;
+        for (k = 0; k < bytes; k += 4) {
+            uint32_t v;
+            memcpy(&v, s + k, 4); /* one word load / store: the pointers are word aligned, the sizes multiples */
+            memcpy(dst + k, &v, 4);
+        }
+    } else {
+        edge_copy_bytes(dst, *src, bytes); /* a block copy (edge_dsp.h) */
+    }
+    *src += bytes;
+    return dst + bytes;
 }
 
 void edge_eval_concatenation(const edge_node_t *node, edge_ctx_t *ctx) {
@@ -99,6 +127,19 @@ void edge_eval_concatenation(const edge_node_t *node, edge_ctx_t *ctx) {
     uint8_t *dst = (uint8_t *)edge_out(ctx, node, 0)->data;
     int64_t o;
     int32_t i;
+    if (d->n_inputs <= CONCAT_LOCAL_INPUTS) { /* each input's source walks its blocks: no index arithmetic */
+        const uint8_t *src[CONCAT_LOCAL_INPUTS];
+        uintptr_t align = (uintptr_t)dst;
+        int words;
+        for (i = 0; i < d->n_inputs; i++) {
+            src[i] = (const uint8_t *)edge_in(ctx, node, i)->data;
+            align |= (uintptr_t)src[i];
+        }
+        words = d->words && (align & 3u) == 0;
+        for (o = 0; o < d->outer; o++)
+            for (i = 0; i < d->n_inputs; i++) dst = concat_block(dst, &src[i], d->block[i], words);
+        return;
+    }
     for (o = 0; o < d->outer; o++)
         for (i = 0; i < d->n_inputs; i++) {
             const uint8_t *src = (const uint8_t *)edge_in(ctx, node, i)->data + o * d->block[i];

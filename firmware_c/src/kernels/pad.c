@@ -204,8 +204,8 @@ static void pad_last_int8_dsp(const pad_data_t *d, const uint8_t *in, uint8_t *o
     memset(out, value, (size_t)d->base);
     out += d->base;
     for (r = (int32_t)d->runs; r > 0; r--) { /* runs < 2^31: pad_eval's condition */
-        if (in_c >= 32) { /* LDM / STM blocks when aligned (edge_copy_apart) */
-            edge_copy_apart(out, in, (size_t)in_c);
+        if (in_c >= 32) { /* LDM / STM blocks when aligned (edge_copy_bytes) */
+            edge_copy_bytes(out, in, (size_t)in_c);
             out += in_c;
             in += in_c;
         } else {

@@ -130,11 +130,11 @@ void edge_eval_reshape(const edge_node_t *node, edge_ctx_t *ctx) {
     if (y->data == x->data) return; /* the planner's alias: nothing to move */
 #if EDGE_DSP
     {
-        /* apart (every plan but a partial overlap) on a Cortex-M4/M7: LDM / STM blocks (edge_copy_apart); newlib's
+        /* apart (every plan but a partial overlap) on a Cortex-M4/M7: LDM / STM blocks (edge_copy_bytes); newlib's
          * memmove took ~1.3 instructions a byte (2x TFLM's RESHAPE) */
         const uintptr_t a = (uintptr_t)x->data, b = (uintptr_t)y->data;
         if (a + y->bytes <= b || b + y->bytes <= a) {
-            edge_copy_apart(y->data, x->data, y->bytes);
+            edge_copy_bytes(y->data, x->data, y->bytes);
             return;
         }
     }

@@ -124,7 +124,7 @@ edge_status_t edge_prepare_assign_variable(edge_node_t *node, edge_ctx_t *ctx) {
 
 void edge_eval_assign_variable(const edge_node_t *node, edge_ctx_t *ctx) {
     edge_resource_t *r = edge_resource(ctx, ((const var_data_t *)node->user_data)->id);
-    edge_copy_bytes(r->data, edge_in(ctx, node, 1)->data, (uint32_t)r->bytes); /* a block copy (edge_dsp.h) */
+    edge_copy_bytes(r->data, edge_in(ctx, node, 1)->data, r->bytes); /* a block copy (edge_dsp.h) */
     r->held = 1;
 }
 
@@ -157,7 +157,7 @@ void edge_eval_read_variable(const edge_node_t *node, edge_ctx_t *ctx) {
     const edge_resource_t *r = edge_resource(ctx, d->id);
     edge_tensor_t *out = edge_out(ctx, node, 0);
     /* a size mismatch with an ASSIGN_VARIABLE prepared after this node reads as the default too */
-    if (r->held && r->bytes == out->bytes) edge_copy_bytes(out->data, r->data, (uint32_t)out->bytes);
+    if (r->held && r->bytes == out->bytes) edge_copy_bytes(out->data, r->data, out->bytes);
     else memset(out->data, d->fill, out->bytes);
 }
 
