@@ -385,3 +385,47 @@ def test_lone_pixel_and_softmax_dsp_rows_compiled_only_for_models_that_take_them
     # (has CONV_2D, has SOFTMAX, lone GEMV linked, DSP rows linked): the two conv and two softmax models apart
     assert sorted(linked) == [(False, True, False, False), (False, True, False, True), (True, False, False, False),
                               (True, False, True, False)], sorted(linked)
+
+
+@pytest.mark.slow
+def test_dsp_build_without_lone_pixel_and_softmax_dsp_rows_gives_tflm_bytes(tmp_path):
+    """The M4 arithmetic (edge-run-c with the DSP paths emulated, as the dsp_runner fixture) built as person_detect's
+    firmware is, -DEDGE_WITH_CONV_LONE=0 -DEDGE_WITH_SOFTMAX_DSP=0: a one-pixel conv and an odd map's last pixel as
+    pairs with themselves, int8 softmax rows by softmax_int8_row (its SMMLAR reciprocal, exp(0) skipped, a short row's
+    exps kept, a long one's computed twice, a big input's per-invoke table): TFLM's bytes."""
+    from tests.peers import run_tflm
+    from tests.test_ops_conv import _run_exe
+
+    _need("gcc")
+    fw = FW
+    table = tmp_path / "edge_ops_generated.c"
+    subprocess.run([sys.executable, str(fw / "tools" / "gen_ops.py"), str(table)], check=True, capture_output=True)
+    sources = [fw / "src" / "edge.c", *sorted((fw / "src" / "kernels").glob("*.c")), fw / "host" / "edge_host.c",
+               fw / "host" / "edge_run.c", table]
+    flags = ["-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-DEDGE_EMULATE_DSP", "-DEDGE_WITH_CONV_LONE=0",
+             "-DEDGE_WITH_SOFTMAX_DSP=0", f"-I{fw / 'include'}", f"-I{fw / 'src'}", f"-I{fw / 'host'}"]
+    objs = []
+    for k, src in enumerate(sources):
+        objs.append(tmp_path / f"{k:03d}-{src.stem}.o")
+        proc = subprocess.run(["gcc", *flags, "-c", str(src), "-o", str(objs[-1])], capture_output=True, text=True)
+        assert proc.returncode == 0, f"{src.name}:\n{proc.stderr[-3000:]}"
+    exe = tmp_path / "edge-run-c"
+    proc = subprocess.run(["gcc", "-o", str(exe), *map(str, objs), "-lm"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    rng = np.random.default_rng(25)
+    ramp = np.arange(-128, 128, dtype=np.int16).astype(np.int8)
+    cases = [(_conv((1, 5, 1, 40), (30, 5, 1, 40), (1, 1, 1, 30)), (1, 5, 1, 40)),  # one pixel
+             (_conv((1, 1, 1, 256), (2, 1, 1, 256), (1, 1, 1, 2)), (1, 1, 1, 256)),  # person_detect's head
+             (_conv((1, 3, 3, 64), (64, 1, 1, 64), (1, 3, 3, 64)), (1, 3, 3, 64))]  # an odd map
+    for shape in ((1, 2), (1, 3), (4, 10), (2, 40), (3, 300)):  # short rows, long rows, a table of 256
+        cases.append((_softmax_rows(shape), shape))
+    for model, shape in cases:
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+        want = run_tflm(model, [x], isolate=True)[0]
+        got = _run_exe(exe, model, [x], want, tmp_path)
+        assert np.array_equal(got, want), f"{shape}: {np.abs(got.astype(int) - want).max()} off"
+    model = _softmax_rows((2, 256))  # every difference 0..255, both ways
+    x = np.stack([ramp, ramp[::-1]])
+    want = run_tflm(model, [x], isolate=True)[0]
+    assert np.array_equal(_run_exe(exe, model, [x], want, tmp_path), want)
