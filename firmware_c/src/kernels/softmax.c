@@ -257,7 +257,9 @@ static void softmax_int8_row(const softmax_data_t *d, const int32_t *table, cons
     exponent = bits_over + 31 - d->out_bits;
     for (i = 0; i < n; i++) {
         const int32_t e = table ? table[max - x[i]] : keep ? exps[i] : softmax_exp8(d, max - x[i]);
-        int64_t r = ea_rdbpot64(SOFTMAX_ROW_SRDHM(inv, e), exponent) + d->out_min;
+        const int32_t v = SOFTMAX_ROW_SRDHM(inv, e); /* >= 0: a 32-bit rounding divide where the exponent allows */
+        int64_t r = (exponent >= 0 && exponent <= 31 ? edge_rdbpot(v, exponent) : ea_rdbpot64(v, exponent)) +
+                    d->out_min;
         r = ea_clamp(r, d->out_min, d->out_max);
         if (!EDGE_WITH_INT16 || d->out_bits == 8) ((int8_t *)y)[i] = (int8_t)r;
         else ((int16_t *)y)[i] = (int16_t)r;
