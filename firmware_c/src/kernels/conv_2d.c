@@ -415,7 +415,7 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
 #endif
 #define CONV_STAGED (EDGE_DSP && EDGE_WITH_CONV_STAGED)
 /* EDGE_WITH_CONV_LONE=0 (gen_ops.py path_defines: a firmware for models without a big enough lone pixel) compiles the
- * lone-pixel GEMV out (~730 B on the M4); such a pixel then runs as a pair with itself */
+ * lone-pixel GEMV out (~800 B on the M4); such a pixel then runs as a pair with itself */
 #ifndef EDGE_WITH_CONV_LONE
 #define EDGE_WITH_CONV_LONE 1
 #endif

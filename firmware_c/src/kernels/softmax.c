@@ -32,8 +32,8 @@
 EDGE_KERNEL(SOFTMAX, softmax, 4, "FLOAT32 INT8 INT16", "INT8 input: INT8 or INT16 output")
 
 /* EDGE_WITH_SOFTMAX_DSP=0 (gen_ops.py path_defines: a firmware for models without a long enough int8 row) compiles
- * the DSP rows (softmax_int8_eval_dsp and its SMMLAR exp / reciprocal, ~930 B on the M4) out; the rows then run
- * softmax_int8_row */
+ * the DSP rows (softmax_int8_eval_dsp, softmax_int8_row_exps: ~710 B on the M4) out; the rows then run
+ * softmax_int8_row (with the same SMMLAR exp and reciprocal) */
 #ifndef EDGE_WITH_SOFTMAX_DSP
 #define EDGE_WITH_SOFTMAX_DSP 1
 #endif
@@ -111,6 +111,15 @@ static int32_t softmax_reciprocal(int32_t x, int32_t *num_bits_over_unit) {
     }
     return ea_rescale(r, 1, 0);
 }
+#endif
+
+/* softmax_int8_row's doubling high multiply and reciprocal: SMMLAR's on a DSP build (the same bytes) */
+#if EDGE_DSP
+#define SOFTMAX_SRDHM softmax_srdhm
+#define SOFTMAX_RECIPROCAL softmax_reciprocal
+#else
+#define SOFTMAX_SRDHM edge_srdhm
+#define SOFTMAX_RECIPROCAL(x, bits_over) ea_get_reciprocal(x, 12, bits_over)
 #endif
 
 /* exp of -k (k = max - x, 0..255) in Q0.31; 0 beyond the input radius (the reference skips those). */
@@ -247,17 +256,11 @@ static void softmax_int8_row(const softmax_data_t *d, const int32_t *table, cons
         if (keep) exps[i] = e;
         total += edge_rdbpot(e, 12);
     }
-#if EDGE_DSP /* the same steps with SMMLAR (the same bytes) */
-    inv = softmax_reciprocal(edge_wrap32(total), &bits_over);
-#define SOFTMAX_ROW_SRDHM softmax_srdhm
-#else
-    inv = ea_get_reciprocal(edge_wrap32(total), 12, &bits_over);
-#define SOFTMAX_ROW_SRDHM edge_srdhm
-#endif
+    inv = SOFTMAX_RECIPROCAL(edge_wrap32(total), &bits_over);
     exponent = bits_over + 31 - d->out_bits;
     for (i = 0; i < n; i++) {
         const int32_t e = table ? table[max - x[i]] : keep ? exps[i] : softmax_exp8(d, max - x[i]);
-        const int32_t v = SOFTMAX_ROW_SRDHM(inv, e); /* >= 0: a 32-bit rounding divide where the exponent allows */
+        const int32_t v = SOFTMAX_SRDHM(inv, e); /* >= 0: a 32-bit rounding divide where the exponent allows */
         int64_t r = (exponent >= 0 && exponent <= 31 ? edge_rdbpot(v, exponent) : ea_rdbpot64(v, exponent)) +
                     d->out_min;
         r = ea_clamp(r, d->out_min, d->out_max);
