@@ -361,7 +361,16 @@ def test_lone_pixel_and_softmax_dsp_rows_compiled_only_for_models_that_take_them
 
     assert gen_ops.CONV_LONE_MIN_MACS > 512 and gen_ops.SOFTMAX_DSP_MIN_ROW > 2  # person_detect's head and softmax
     assert switched("stream") == [rows]
-    assert switched("head") == switched("odd_map") == [lone, rows]
+    assert switched("head") == [lone, rows]
+    assert switched("odd_map") == [rows]  # its lone pixel: 1 in 9 of the model's MACs (_lone_pixels_share)
+    # an odd map's last pixel in a bigger model: kept at 2^17 values in one layer or at CONV_LONE_MIN_SHARE
+    conv = (3, [[1, 3, 3, 256], [256, 1, 1, 256]], [[1, 3, 3, 256]])  # 65,536 values, 1/9 of its 589,824 MACs
+    big = (3, [[1, 48, 48, 64], [64, 3, 3, 64]], [[1, 48, 48, 64]])  # 84,934,656 MACs, an even map
+    assert gen_ops._lone_pixels_share([conv]) and not gen_ops._lone_pixels_share([conv, big])
+    assert not gen_ops._lone_conv_pixel(conv[1], conv[2])
+    assert gen_ops._lone_conv_pixel([[1, 7, 7, 960], [320, 1, 1, 960]], [[1, 7, 7, 320]])  # mobilenet_v2's 7x7
+    pd = shared_model("tflite-micro/person_detect.tflite")  # its 3x3 maps and head: 1.4% of its MACs
+    assert [d for d in gen_ops.path_defines([str(pd)]) if d in (lone, rows)] == [lone, rows]
     assert switched("long_rows") == [lone]
     assert switched("short_rows") == [lone, rows]
     assert switched("head", "stream", "short_rows", "long_rows") == []  # several models: their union

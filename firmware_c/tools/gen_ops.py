@@ -349,6 +349,7 @@ def _rank4_reduce(shapes, _outs) -> bool:
 # a per-model firmware (QEMU M4 instructions, -icount shift=0, measured 2026-12-05 on person_detect and hey_jarvis).
 CONV_LONE_MIN_MACS = 1024  # a layer of one output pixel: the pair with itself doubles the whole layer
 CONV_LONE_ODD_MIN_MACS = 1 << 17  # the last pixel of an odd map: ~0.8 instructions a value (~100 K at this size)
+CONV_LONE_MIN_SHARE = 0.02  # or odd maps' last pixels holding this share of the model's MACs (~0.75% of an invoke)
 SOFTMAX_DSP_MIN_ROW = 4
 
 
@@ -357,7 +358,8 @@ def _lone_conv_pixel(shapes, outs) -> bool:
     on the M4; else the pixel runs as a pair with itself, its MACs done twice), or shapes this scan cannot read: one
     output pixel (a streaming net's [1, T, 1, C] -> [1, 1, 1, O] step: hey_jarvis's 1800..6000 values, 10-20% of its
     invoke) with at least CONV_LONE_MIN_MACS filter values, or an odd map with at least CONV_LONE_ODD_MIN_MACS
-    (mobilenet_v2's 7x7 maps: up to 409,600). Not person_detect's: its 2 x 256 head and the last pixel of its two
+    (mobilenet_v2's 7x7 maps: up to 409,600), or a model whose odd maps' last pixels are a large enough share of its
+    MACs (_lone_pixels_share). Not person_detect's: its 2 x 256 head and the last pixel of its two
     3x3 maps (32,768 and 65,536 values) are 80,880 of its 15.3 M instructions (+0.53% without the GEMV), and with the
     GEMV its M4 runtime was 33,177 B, over the 32 KB goal."""
     w = shapes[1] if len(shapes) > 1 else []
@@ -366,6 +368,35 @@ def _lone_conv_pixel(shapes, outs) -> bool:
         return True
     pixels, values = y[1] * y[2], w[0] * w[1] * w[2] * w[3]
     return (pixels == 1 and values >= CONV_LONE_MIN_MACS) or (pixels % 2 == 1 and values >= CONV_LONE_ODD_MIN_MACS)
+
+
+def _macs(code: int, shapes, outs) -> int:
+    """A CONV_2D's, DEPTHWISE_CONV_2D's or FULLY_CONNECTED's multiply-accumulates (0 for other layers and shapes this
+    scan cannot read)."""
+    w = shapes[1] if len(shapes) > 1 else []
+    y = outs[0] if outs else []
+    if not w or not y or code not in (3, 4, 9):
+        return 0
+    n = 1
+    for d in y:
+        n *= d
+    return n * (w[1] * w[2] * (w[3] if code == 3 else 1) if code in (3, 4) and len(w) == 4 else w[-1])
+
+
+def _lone_pixels_share(layers) -> bool:
+    """One model's layers (_layers): its CONV_2D odd maps' last pixels (filter values each; a one-pixel layer is
+    _lone_conv_pixel's) hold CONV_LONE_MIN_SHARE of its MACs or more. Run as pairs with themselves they cost ~0.8
+    instructions a value again where the model costs ~1.6-2.2 a MAC (QEMU M4): tcn_window's five 23- and 47-pixel
+    maps, 2.8%: +17,680 of 1,391,000 instructions (+1.3%) without the GEMV; person_detect's two 3x3 maps, 1.4% (with
+    its head: +80,720 of 15,308,000, +0.5%)."""
+    lone = total = 0
+    for code, shapes, outs in layers:
+        total += _macs(code, shapes, outs)
+        w = shapes[1] if len(shapes) > 1 else []
+        y = outs[0] if outs else []
+        if code == 3 and len(w) == 4 and len(y) == 4 and y[1] * y[2] > 1 and (y[1] * y[2]) % 2 == 1:
+            lone += w[0] * w[1] * w[2] * w[3]
+    return total > 0 and lone >= CONV_LONE_MIN_SHARE * total
 
 
 def _long_softmax_row(shapes, _outs) -> bool:
@@ -383,6 +414,8 @@ PATH_SWITCHES = {"EDGE_WITH_CONV_STAGED": ((3,), _narrow_conv), "EDGE_WITH_DW_PA
                  "EDGE_WITH_DW_5X5": ((4,), _dw_5x5_m1), "EDGE_WITH_DW_COLUMN": ((4,), _dw_column_m1),
                  "EDGE_WITH_MEAN_HW": ((40, 74), _rank4_reduce), "EDGE_WITH_CONV_LONE": ((3,), _lone_conv_pixel),
                  "EDGE_WITH_SOFTMAX_DSP": ((25,), _long_softmax_row)}
+# and a model-level test (one model's layers) that keeps a path too
+MODEL_SWITCHES = {"EDGE_WITH_CONV_LONE": _lone_pixels_share}
 
 
 def path_defines(paths: list[str]) -> list[str]:
@@ -393,9 +426,11 @@ def path_defines(paths: list[str]) -> list[str]:
     models."""
     if not paths:
         return []
-    layers = [layer for p in paths for layer in _layers(p)]
+    models = [list(_layers(p)) for p in paths]
+    layers = [layer for m in models for layer in m]
     return [f"-D{macro}=0" for macro, (codes, needs) in PATH_SWITCHES.items()
-            if not any(c in codes and needs(ins, outs) for c, ins, outs in layers)]
+            if not any(c in codes and needs(ins, outs) for c, ins, outs in layers)
+            and not any(MODEL_SWITCHES.get(macro, lambda _m: False)(m) for m in models)]
 
 
 def build_defines(paths: list[str]) -> list[str]:
