@@ -316,3 +316,125 @@ def test_host_build_without_float32_int16_refuses_those_nodes(tmp_path):
         assert f"status {codes.index('EDGE_UNSUPPORTED_TYPE')}:" in msg, (name, msg)
         assert f"({op} " in msg and f"{dtype} compiled out" in msg and f"EDGE_WITH_{dtype}=0" in msg, \
             (name, msg)
+
+
+# ------------------------------------------------------------------------------------- path switches (s20)
+def _conv(x_shape, w_shape, y_shape) -> bytes:
+    """An int8 CONV_2D (VALID, stride 1) of these shapes; weights and bias from a fixed seed."""
+    rng = np.random.default_rng(sum(w_shape))
+    o = w_shape[0]
+    w = T(w_shape, "INT8", 0.02, 0, data=rng.integers(-127, 128, w_shape).astype(np.int8))
+    b = T((o,), "INT32", 0.05 * 0.02, 0, data=rng.integers(-3000, 3000, o).astype(np.int32))
+    return op_model("CONV_2D", [T(x_shape, "INT8", 0.05, 3), w, b], [T(y_shape, "INT8", 0.1, -5)],
+                    options={"padding": "VALID", "stride_h": 1, "stride_w": 1}, version=3)
+
+
+def _softmax_rows(shape) -> bytes:
+    return op_model("SOFTMAX", [T(shape, "INT8", 0.1, 3)], [T(shape, "INT8", 1 / 256, -128)], options=dict(beta=1.0))
+
+
+@pytest.mark.slow
+def test_lone_pixel_and_softmax_dsp_rows_compiled_only_for_models_that_take_them(tmp_path):
+    """gen_ops.path_defines' EDGE_WITH_CONV_LONE (conv_2d.c's lone-pixel GEMV: a CONV_2D of one output pixel with at
+    least CONV_LONE_MIN_MACS filter values, a streaming step; not person_detect's 2 x 256 head, nor an odd map's
+    last pixel) and EDGE_WITH_SOFTMAX_DSP (softmax.c's DSP rows: int8 rows of at least SOFTMAX_DSP_MIN_ROW, not
+    person_detect's 2 classes): -D...=0 without such a layer, nothing with one; and `make size` (the per-model build
+    edge flash makes too) links the path's code exactly then (M4 symbols conv_lone_pixel, softmax_int8_row_exps)."""
+    _need("make", "arm-none-eabi-gcc", "arm-none-eabi-nm")
+    sys.path.insert(0, str(FW / "tools"))
+    try:
+        import gen_ops
+    finally:
+        sys.path.pop(0)
+    models = {"stream": _conv((1, 5, 1, 40), (30, 5, 1, 40), (1, 1, 1, 30)),  # 6000 MACs, one pixel: kept
+              "head": _conv((1, 1, 1, 256), (2, 1, 1, 256), (1, 1, 1, 2)),  # 512 MACs: out
+              "odd_map": _conv((1, 3, 3, 64), (64, 1, 1, 64), (1, 3, 3, 64)),  # 9 pixels: out
+              "long_rows": _softmax_rows((2, 10)), "short_rows": _softmax_rows((1, 2))}
+    paths = {}
+    for name, data in models.items():
+        paths[name] = tmp_path / f"{name}.tflite"
+        paths[name].write_bytes(data)
+    lone, rows = "-DEDGE_WITH_CONV_LONE=0", "-DEDGE_WITH_SOFTMAX_DSP=0"
+
+    def switched(*names):
+        return [d for d in gen_ops.path_defines([str(paths[n]) for n in names]) if d in (lone, rows)]
+
+    assert gen_ops.CONV_LONE_MIN_MACS > 512 and gen_ops.SOFTMAX_DSP_MIN_ROW > 2  # person_detect's head and softmax
+    assert switched("stream") == [rows]
+    assert switched("head") == [lone, rows]
+    assert switched("odd_map") == [rows]  # its lone pixel: 1 in 9 of the model's MACs (_lone_pixels_share)
+    # an odd map's last pixel in a bigger model: kept at 2^17 values in one layer or at CONV_LONE_MIN_SHARE
+    conv = (3, [[1, 3, 3, 256], [256, 1, 1, 256]], [[1, 3, 3, 256]])  # 65,536 values, 1/9 of its 589,824 MACs
+    big = (3, [[1, 48, 48, 64], [64, 3, 3, 64]], [[1, 48, 48, 64]])  # 84,934,656 MACs, an even map
+    assert gen_ops._lone_pixels_share([conv]) and not gen_ops._lone_pixels_share([conv, big])
+    assert not gen_ops._lone_conv_pixel(conv[1], conv[2])
+    assert gen_ops._lone_conv_pixel([[1, 7, 7, 960], [320, 1, 1, 960]], [[1, 7, 7, 320]])  # mobilenet_v2's 7x7
+    pd = shared_model("tflite-micro/person_detect.tflite")  # its 3x3 maps and head: 1.4% of its MACs
+    assert [d for d in gen_ops.path_defines([str(pd)]) if d in (lone, rows)] == [lone, rows]
+    assert switched("long_rows") == [lone]
+    assert switched("short_rows") == [lone, rows]
+    assert switched("head", "stream", "short_rows", "long_rows") == []  # several models: their union
+    assert gen_ops.path_defines([]) == []
+
+    # the linked per-model M4 runtimes: the path's code present exactly with the layer that takes it
+    names = ["stream", "head", "long_rows", "short_rows"]
+    proc = subprocess.run([sys.executable, str(FW / "tools" / "size_report.py"), "--cpus", "cortex-m4", "--no-strip",
+                           "--build-dir", str(tmp_path / "size"), "--json", str(tmp_path / "size.json"),
+                           "--models", " ".join(str(paths[n]) for n in names)], capture_output=True, text=True,
+                          timeout=600)
+    elfs = list((tmp_path / "size" / "cortex-m4" / "qemu-mps2-an386" / "size").glob("*/edge-image.elf"))
+    assert len(elfs) == len(names), (proc.stdout[-3000:], proc.stderr[-3000:])
+    linked = {}
+    for elf in elfs:
+        table = (elf.parent / "ops_table.c").read_text()
+        syms = set(re.findall(r"\s(\w+)$", subprocess.run(["arm-none-eabi-nm", str(elf)], capture_output=True,
+                                                          text=True, check=True).stdout, re.M))
+        key = ("CONV_2D" in table, "SOFTMAX" in table, "conv_lone_pixel" in syms, "softmax_int8_row_exps" in syms)
+        linked[key] = elf
+    # (has CONV_2D, has SOFTMAX, lone GEMV linked, DSP rows linked): the two conv and two softmax models apart
+    assert sorted(linked) == [(False, True, False, False), (False, True, False, True), (True, False, False, False),
+                              (True, False, True, False)], sorted(linked)
+
+
+@pytest.mark.slow
+def test_dsp_build_without_lone_pixel_and_softmax_dsp_rows_gives_tflm_bytes(tmp_path):
+    """The M4 arithmetic (edge-run-c with the DSP paths emulated, as the dsp_runner fixture) built as person_detect's
+    firmware is, -DEDGE_WITH_CONV_LONE=0 -DEDGE_WITH_SOFTMAX_DSP=0: a one-pixel conv and an odd map's last pixel as
+    pairs with themselves, int8 softmax rows by softmax_int8_row (its SMMLAR reciprocal, exp(0) skipped, a short row's
+    exps kept, a long one's computed twice, a big input's per-invoke table): TFLM's bytes."""
+    from tests.peers import run_tflm
+    from tests.test_ops_conv import _run_exe
+
+    _need("gcc")
+    fw = FW
+    table = tmp_path / "edge_ops_generated.c"
+    subprocess.run([sys.executable, str(fw / "tools" / "gen_ops.py"), str(table)], check=True, capture_output=True)
+    sources = [fw / "src" / "edge.c", *sorted((fw / "src" / "kernels").glob("*.c")), fw / "host" / "edge_host.c",
+               fw / "host" / "edge_run.c", table]
+    flags = ["-std=c99", "-O1", "-Wall", "-Wextra", "-Werror", "-DEDGE_EMULATE_DSP", "-DEDGE_WITH_CONV_LONE=0",
+             "-DEDGE_WITH_SOFTMAX_DSP=0", f"-I{fw / 'include'}", f"-I{fw / 'src'}", f"-I{fw / 'host'}"]
+    objs = []
+    for k, src in enumerate(sources):
+        objs.append(tmp_path / f"{k:03d}-{src.stem}.o")
+        proc = subprocess.run(["gcc", *flags, "-c", str(src), "-o", str(objs[-1])], capture_output=True, text=True)
+        assert proc.returncode == 0, f"{src.name}:\n{proc.stderr[-3000:]}"
+    exe = tmp_path / "edge-run-c"
+    proc = subprocess.run(["gcc", "-o", str(exe), *map(str, objs), "-lm"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    rng = np.random.default_rng(25)
+    ramp = np.arange(-128, 128, dtype=np.int16).astype(np.int8)
+    cases = [(_conv((1, 5, 1, 40), (30, 5, 1, 40), (1, 1, 1, 30)), (1, 5, 1, 40)),  # one pixel
+             (_conv((1, 1, 1, 256), (2, 1, 1, 256), (1, 1, 1, 2)), (1, 1, 1, 256)),  # person_detect's head
+             (_conv((1, 3, 3, 64), (64, 1, 1, 64), (1, 3, 3, 64)), (1, 3, 3, 64))]  # an odd map
+    for shape in ((1, 2), (1, 3), (4, 10), (2, 40), (3, 300)):  # short rows, long rows, a table of 256
+        cases.append((_softmax_rows(shape), shape))
+    for model, shape in cases:
+        x = rng.integers(-128, 128, shape).astype(np.int8)
+        want = run_tflm(model, [x], isolate=True)[0]
+        got = _run_exe(exe, model, [x], want, tmp_path)
+        assert np.array_equal(got, want), f"{shape}: {np.abs(got.astype(int) - want).max()} off"
+    model = _softmax_rows((2, 256))  # every difference 0..255, both ways
+    x = np.stack([ramp, ramp[::-1]])
+    want = run_tflm(model, [x], isolate=True)[0]
+    assert np.array_equal(_run_exe(exe, model, [x], want, tmp_path), want)

@@ -1623,6 +1623,9 @@ size_t edge_inplace_plane_bytes(const edge_interp_t *it, const edge_node_t *node
  * last word), and once the planner fused it (inplace_groups, pair_marks: invoke skips the PRELU, the ADD writes its
  * output). plan_arena turns every SKIP_PAIRED_ into SKIP_FUSED_ or 0 before any invoke (1: EDGE_SKIP_METADATA's). */
 enum { SKIP_PAIRED_ = 2, SKIP_FUSED_ = 3 };
+/* Pairs form only where edge_add_prelu_next finds them, a SIMD host build: an MCU build's planner compiles no pair
+ * code (person_detect's M4 runtime: its tier-0 groups and pair_marks were ~900 B of edge_init_ex, for no pair). */
+#define ADD_PRELU_PAIRS EDGE_SIMD
 
 /* Whether node g's output b (global tensor indices) may take over its input a's bytes (inplace_groups' rule). */
 static int inplace_joins(const edge_interp_t *it, const life_t *L, const edge_subgraph_t *sg, int32_t g, int32_t ia,
@@ -1669,7 +1672,7 @@ static int32_t inplace_groups(edge_interp_t *it, life_t *L, int tier) {
              * element i alone, and on the other input's element i or its broadcast, read before output element i
              * is written, in every kernel and fast path) only at tier 2; "binary": either input may be taken
              * over. A fused pair's PRELU: over its input 0 at every tier. */
-            const int paired = nd->skip_ == SKIP_PAIRED_ || nd->skip_ == SKIP_FUSED_;
+            const int paired = ADD_PRELU_PAIRS && (nd->skip_ == SKIP_PAIRED_ || nd->skip_ == SKIP_FUSED_);
             const int32_t rule = paired ? EDGE_INPLACE_UNARY : edge_op_facts(nd->op)->inplace;
             const int binary = rule == EDGE_INPLACE_BINARY;
             const int elementwise = binary || rule == EDGE_INPLACE_UNARY;
@@ -1905,10 +1908,10 @@ static edge_status_t plan_arena(edge_interp_t *it) {
         }
         if ((st = plan_lifetimes(it, &L, &end)) != EDGE_OK) return st;
         n_alias = inplace_groups(it, &L, least_tier);
-    } else {
+    } else if (ADD_PRELU_PAIRS) {
         n_alias = inplace_groups(it, &L, 0); /* the fused pairs */
     }
-    pair_marks(it, &L);
+    if (ADD_PRELU_PAIRS) pair_marks(it, &L);
     /* a depthwise convolution that does not run in place drops its plane buffer (its last scratch request) */
     for (k = 0; edge_least_ram(it) && !plan_only(it) && k < it->n_nodes_total; k++) {
         edge_node_t *nd = &it->nodes[k];

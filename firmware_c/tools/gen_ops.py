@@ -297,7 +297,8 @@ def _ints(f: _Flat, t, slot: int) -> list[int]:
 
 
 def _layers(path: str):
-    """(builtin code, [input tensor shapes]) of every operator of every subgraph (a missing tensor: [])."""
+    """(builtin code, [input tensor shapes], [output tensor shapes]) of every operator of every subgraph (a missing
+    tensor: [])."""
     f = _Flat(path)
     m = f.model()
     codes = [max(f.scalar(t, 0, "<b"), f.scalar(t, 3, "<i")) for t in f.tables(m, 1)]  # Model.operator_codes
@@ -305,61 +306,131 @@ def _layers(path: str):
         tensors = f.tables(sg, 0)
         for op in f.tables(sg, 3):  # SubGraph.operators: opcode_index 0, inputs 1
             idx = f.scalar(op, 0, "<I")
-            ins = _ints(f, op, 1)
-            yield (codes[idx] if idx < len(codes) else -1,
-                   [_ints(f, tensors[i], 0) if 0 <= i < len(tensors) else [] for i in ins])
+            shapes = [[_ints(f, tensors[i], 0) if 0 <= i < len(tensors) else [] for i in _ints(f, op, slot)]
+                      for slot in (1, 2)]  # Operator.inputs, Operator.outputs
+            yield (codes[idx] if idx < len(codes) else -1, shapes[0], shapes[1])
 
 
-def _narrow_conv(shapes) -> bool:
+def _narrow_conv(shapes, _outs) -> bool:
     """A CONV_2D whose filter depth (input channels per group) is not a multiple of four, or a filter this scan cannot
     read: the layers conv_2d.c's staged im2col is for."""
     w = shapes[1] if len(shapes) > 1 else []
     return len(w) != 4 or w[3] % 4 != 0
 
 
-def _dw_3x3_m1(shapes) -> bool:
+def _dw_3x3_m1(shapes, _outs) -> bool:
     """A DEPTHWISE_CONV_2D with a 3x3 filter and as many output channels as input channels (or shapes this scan
     cannot read): the layers whose inside windows depthwise_conv_2d.c's dw_run3x3_pairs may run."""
     x, w = (shapes[0], shapes[1]) if len(shapes) > 1 else ([], [])
     return len(x) != 4 or len(w) != 4 or (w[1] == 3 and w[2] == 3 and w[3] == x[3])
 
 
-def _dw_5x5_m1(shapes) -> bool:
+def _dw_5x5_m1(shapes, _outs) -> bool:
     """A DEPTHWISE_CONV_2D with a 5x5 filter and as many output channels as input channels (or shapes this scan
     cannot read): the layers depthwise_conv_2d.c's 5x5 copy (DW_5X5) runs."""
     x, w = (shapes[0], shapes[1]) if len(shapes) > 1 else ([], [])
     return len(x) != 4 or len(w) != 4 or (w[1] == 5 and w[2] == 5 and w[3] == x[3])
 
 
-def _dw_column_m1(shapes) -> bool:
+def _dw_column_m1(shapes, _outs) -> bool:
     """A DEPTHWISE_CONV_2D with a kh x 1 filter and as many output channels as input channels (or shapes this scan
     cannot read): the layers depthwise_conv_2d.c's column copy runs (hey_jarvis's 5x1 .. 21x1)."""
     x, w = (shapes[0], shapes[1]) if len(shapes) > 1 else ([], [])
     return len(x) != 4 or len(w) != 4 or (w[2] == 1 and w[3] == x[3])
 
 
-def _rank4_reduce(shapes) -> bool:
+def _rank4_reduce(shapes, _outs) -> bool:
     """A MEAN / SUM of a rank-4 input (or one this scan cannot read): the layers that may be int8 pools over H, W
     (mean.c's mean_hw_q8; the axes and types are not read here)."""
     return not shapes or len(shapes[0]) in (0, 4)
 
 
+# The smallest lone pixels (filter values: output channels x window) and int8 SOFTMAX row that keep their M4 paths in
+# a per-model firmware (QEMU M4 instructions, -icount shift=0, measured 2026-12-05 on person_detect and hey_jarvis).
+CONV_LONE_MIN_MACS = 1024  # a layer of one output pixel: the pair with itself doubles the whole layer
+CONV_LONE_ODD_MIN_MACS = 1 << 17  # the last pixel of an odd map: ~0.8 instructions a value (~100 K at this size)
+CONV_LONE_MIN_SHARE = 0.02  # or odd maps' last pixels holding this share of the model's MACs (~0.75% of an invoke)
+SOFTMAX_DSP_MIN_ROW = 4
+
+
+def _lone_conv_pixel(shapes, outs) -> bool:
+    """A CONV_2D whose output has a lone last pixel big enough for conv_2d.c's lone-pixel GEMV (conv_lone_pixel, ~800 B
+    on the M4; else the pixel runs as a pair with itself, its MACs done twice), or shapes this scan cannot read: one
+    output pixel (a streaming net's [1, T, 1, C] -> [1, 1, 1, O] step: hey_jarvis's 1800..6000 values, 10-20% of its
+    invoke) with at least CONV_LONE_MIN_MACS filter values, or an odd map with at least CONV_LONE_ODD_MIN_MACS
+    (mobilenet_v2's 7x7 maps: up to 409,600), or a model whose odd maps' last pixels are a large enough share of its
+    MACs (_lone_pixels_share). Not person_detect's: its 2 x 256 head and the last pixel of its two
+    3x3 maps (32,768 and 65,536 values) are 80,880 of its 15.3 M instructions (+0.53% without the GEMV), and with the
+    GEMV its M4 runtime was 33,177 B, over the 32 KB goal."""
+    w = shapes[1] if len(shapes) > 1 else []
+    y = outs[0] if outs else []
+    if len(w) != 4 or len(y) != 4:
+        return True
+    pixels, values = y[1] * y[2], w[0] * w[1] * w[2] * w[3]
+    return (pixels == 1 and values >= CONV_LONE_MIN_MACS) or (pixels % 2 == 1 and values >= CONV_LONE_ODD_MIN_MACS)
+
+
+def _macs(code: int, shapes, outs) -> int:
+    """A CONV_2D's, DEPTHWISE_CONV_2D's or FULLY_CONNECTED's multiply-accumulates (0 for other layers and shapes this
+    scan cannot read)."""
+    w = shapes[1] if len(shapes) > 1 else []
+    y = outs[0] if outs else []
+    if not w or not y or code not in (3, 4, 9):
+        return 0
+    n = 1
+    for d in y:
+        n *= d
+    return n * (w[1] * w[2] * (w[3] if code == 3 else 1) if code in (3, 4) and len(w) == 4 else w[-1])
+
+
+def _lone_pixels_share(layers) -> bool:
+    """One model's layers (_layers): its CONV_2D odd maps' last pixels (filter values each; a one-pixel layer is
+    _lone_conv_pixel's) hold CONV_LONE_MIN_SHARE of its MACs or more. Run as pairs with themselves they cost ~0.8
+    instructions a value again where the model costs ~1.6-2.2 a MAC (QEMU M4): tcn_window's five 23- and 47-pixel
+    maps, 2.8%: +17,680 of 1,391,000 instructions (+1.3%) without the GEMV; person_detect's two 3x3 maps, 1.4% (with
+    its head: +80,720 of 15,308,000, +0.5%)."""
+    lone = total = 0
+    for code, shapes, outs in layers:
+        total += _macs(code, shapes, outs)
+        w = shapes[1] if len(shapes) > 1 else []
+        y = outs[0] if outs else []
+        if code == 3 and len(w) == 4 and len(y) == 4 and y[1] * y[2] > 1 and (y[1] * y[2]) % 2 == 1:
+            lone += w[0] * w[1] * w[2] * w[3]
+    return total > 0 and lone >= CONV_LONE_MIN_SHARE * total
+
+
+def _long_softmax_row(shapes, _outs) -> bool:
+    """A SOFTMAX whose rows (the last axis) hold at least SOFTMAX_DSP_MIN_ROW values, or a shape this scan cannot read:
+    the layers softmax.c's DSP rows (softmax_int8_eval_dsp: a per-invoke table of the input's range or each exp
+    once, ~710 B on the M4) are kept for. Shorter rows run softmax_int8_row (the same SMMLAR exp and reciprocal, a
+    short row's exps kept): no slower there (QEMU M4 SOFTMAX: person_detect [1, 2] 720 -> 680 instructions,
+    keyword_scrambled_8bit [1, 2] 520 == 520, micro_speech_lstm [1, 3] 800 == 800)."""
+    x = shapes[0] if shapes else []
+    return not x or x[-1] >= SOFTMAX_DSP_MIN_ROW
+
+
 # kernel fast paths a per-model build may leave out: macro -> (builtin codes, the layer test that needs it)
 PATH_SWITCHES = {"EDGE_WITH_CONV_STAGED": ((3,), _narrow_conv), "EDGE_WITH_DW_PAIRS": ((4,), _dw_3x3_m1),
                  "EDGE_WITH_DW_5X5": ((4,), _dw_5x5_m1), "EDGE_WITH_DW_COLUMN": ((4,), _dw_column_m1),
-                 "EDGE_WITH_MEAN_HW": ((40, 74), _rank4_reduce)}
+                 "EDGE_WITH_MEAN_HW": ((40, 74), _rank4_reduce), "EDGE_WITH_CONV_LONE": ((3,), _lone_conv_pixel),
+                 "EDGE_WITH_SOFTMAX_DSP": ((25,), _long_softmax_row)}
+# and a model-level test (one model's layers) that keeps a path too
+MODEL_SWITCHES = {"EDGE_WITH_CONV_LONE": _lone_pixels_share}
 
 
 def path_defines(paths: list[str]) -> list[str]:
     """Kernel fast-path switches for a build for exactly these models: -D<macro>=0 compiles out a fast path no layer
     of theirs takes (the general path it stands beside stays: a build without it runs every layer, slower).
-    PATH_SWITCHES: conv_2d.c's staged im2col of narrow windows, depthwise_conv_2d.c's two-pixel 3x3 runs and its 5x5
-    and column copies, mean.c's int8 pools over H, W (MEAN / SUM). [] without models."""
+    PATH_SWITCHES: conv_2d.c's staged im2col of narrow windows and its lone-pixel GEMV, depthwise_conv_2d.c's two-pixel
+    3x3 runs and its 5x5 and column copies, mean.c's int8 pools over H, W (MEAN / SUM), softmax.c's DSP rows. [] without
+    models."""
     if not paths:
         return []
-    layers = [layer for p in paths for layer in _layers(p)]
+    models = [list(_layers(p)) for p in paths]
+    layers = [layer for m in models for layer in m]
     return [f"-D{macro}=0" for macro, (codes, needs) in PATH_SWITCHES.items()
-            if not any(c in codes and needs(shapes) for c, shapes in layers)]
+            if not any(c in codes and needs(ins, outs) for c, ins, outs in layers)
+            and not any(MODEL_SWITCHES.get(macro, lambda _m: False)(m) for m in models)]
 
 
 def build_defines(paths: list[str]) -> list[str]:

@@ -414,6 +414,12 @@ static void conv_im2col(const conv_data_t *d, const int8_t *xb, int32_t oy, int3
 #define EDGE_WITH_CONV_STAGED 1
 #endif
 #define CONV_STAGED (EDGE_DSP && EDGE_WITH_CONV_STAGED)
+/* EDGE_WITH_CONV_LONE=0 (gen_ops.py path_defines: a firmware for models without a big enough lone pixel) compiles the
+ * lone-pixel GEMV out (~800 B on the M4); such a pixel then runs as a pair with itself */
+#ifndef EDGE_WITH_CONV_LONE
+#define EDGE_WITH_CONV_LONE 1
+#endif
+#define CONV_LONE (EDGE_DSP && EDGE_WITH_CONV_LONE)
 
 #if CONV_STAGED
 /* Both pixels' windows of a one-group layer whose channels are not whole chunks of four (cg % 4 != 0: one or few
@@ -957,7 +963,7 @@ static void conv_window_sums(const conv_data_t *d, const int16_t *col, uint32_t 
     *fo1 = (uint32_t)s1 * (uint32_t)d->filter_offset;
 }
 
-#if EDGE_DSP
+#if CONV_LONE
 /* A lone output pixel (an odd pixel count's last: a streaming net's one position per invoke, [1, T, 1, C] ->
  * [1, 1, 1, O]) whose window is one contiguous run of the input (inside it, no dilation along a row, and its rows
  * back to back: a 1x1 filter, a kh x 1 filter over a one-column input, a window of whole rows): the window's k
@@ -1097,7 +1103,7 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
         const int8_t *xb = x + (int64_t)b * d->geo.h * d->geo.w * d->c;
         int8_t *yb = y + (int64_t)b * npix * d->o;
         int32_t pend = npix; /* the pairs' end: a lone last pixel with a contiguous window is left to the GEMV */
-#if EDGE_DSP
+#if CONV_LONE
         const int8_t *lone = (npix & 1) ? conv_lone_window(d, xb, npix - 1) : 0;
         if (lone) pend = npix - 1;
 #endif
@@ -1127,7 +1133,7 @@ static void conv_int8(const conv_data_t *d, const int8_t *x, const int8_t *wt, c
                 conv_gemm(d, wt, col, bias, g * d->opg, (g + 1) * d->opg, y0, two ? y0 + d->o : y0, fo0, fo1);
             }
         }
-#if EDGE_DSP
+#if CONV_LONE
         if (lone) conv_lone_pixel(d, lone, wt, bias, yb + (int64_t)(npix - 1) * d->o);
 #endif
     }

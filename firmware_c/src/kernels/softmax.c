@@ -4,11 +4,14 @@
  *  - int8 input (int8 output at 1/256, zp -128; or int16 output at 1/65536, zp -32768): each row's
  *    differences to its maximum (0..255 below it) go through exp in gemmlowp fixed point (Q5.26 input; 0
  *    beyond the input radius, which the reference skips), eval sums the row at Q12, takes GetReciprocal and
- *    scales every exp by it. Small inputs compute exp per element (no table in the arena); inputs over 512
+ *    scales every exp by it. Small inputs compute exp per element (no table in the arena; a row of at most 32
+ *    once, on the stack); inputs over 512
  *    elements tabulate the 256 differences once per invoke in a scratch buffer. A host build (EDGE_SIMD) tabulates
  *    them at prepare and a row's outputs per difference (softmax_int8_row_lut): the same bytes. A DSP build (the
  *    Cortex-M4 / M7: softmax_int8_eval_dsp) computes each exp once -- a per-invoke table of the input's range, or
- *    per element -- with gemmlowp's doubling high multiply as one SMMLAR (softmax_srdhm): the same bytes.
+ *    per element -- with gemmlowp's doubling high multiply as one SMMLAR (softmax_srdhm): the same bytes; a
+ *    per-model firmware whose rows are all short (EDGE_WITH_SOFTMAX_DSP=0) runs softmax_int8_row instead (with
+ *    the same SMMLAR arithmetic: no per-invoke table, exps twice for rows over 32).
  *  - int16 input / output (zero points 0, output 1/32768): the scaled differences index TFLite's 513-entry
  *    exp table, the sum's reciprocal comes from the 1/(1+x) table (both built in prepare in float32 as
  *    LUTPopulateInt16 does).
@@ -28,6 +31,14 @@
 
 EDGE_KERNEL(SOFTMAX, softmax, 4, "FLOAT32 INT8 INT16", "INT8 input: INT8 or INT16 output")
 
+/* EDGE_WITH_SOFTMAX_DSP=0 (gen_ops.py path_defines: a firmware for models without a long enough int8 row) compiles
+ * the DSP rows (softmax_int8_eval_dsp, softmax_int8_row_exps: ~710 B on the M4) out; the rows then run
+ * softmax_int8_row (with the same SMMLAR exp and reciprocal) */
+#ifndef EDGE_WITH_SOFTMAX_DSP
+#define EDGE_WITH_SOFTMAX_DSP 1
+#endif
+#define SOFTMAX_DSP (EDGE_DSP && EDGE_WITH_SOFTMAX_DSP)
+
 typedef struct {
     int32_t in_type, out_type;
     int64_t rows;
@@ -38,7 +49,7 @@ typedef struct {
     int32_t diff_min;            /* int8: exp of differences below it is 0 (beyond the input radius) */
     int32_t scratch;             /* int8, big inputs: a 256-entry exp table built per invoke; else -1 (d->dsp:
                                   * min(256, elements) int32s, the table or a small input's exps, per invoke) */
-#if EDGE_DSP
+#if SOFTMAX_DSP
     int32_t dsp;                 /* int8 rows by softmax_int8_eval_dsp (not under the least-RAM plan unless the input
                                   * has at most SOFTMAX_STACK elements) */
 #endif
@@ -52,7 +63,8 @@ typedef struct {
 #endif
 } softmax_data_t;
 
-#define SOFTMAX_STACK 32 /* DSP builds: an int8 input of at most this many elements keeps its exps on the stack */
+#define SOFTMAX_STACK 32 /* an int8 input (DSP builds) or row (softmax_int8_row) of at most this many elements keeps
+                          * its exps on the stack */
 
 static float exp_transform(float x) { return (float)exp((double)x); }
 static float recip_transform(float x) { return 1.0f / (1.0f + x); }
@@ -101,11 +113,20 @@ static int32_t softmax_reciprocal(int32_t x, int32_t *num_bits_over_unit) {
 }
 #endif
 
+/* softmax_int8_row's doubling high multiply and reciprocal: SMMLAR's on a DSP build (the same bytes) */
+#if EDGE_DSP
+#define SOFTMAX_SRDHM softmax_srdhm
+#define SOFTMAX_RECIPROCAL softmax_reciprocal
+#else
+#define SOFTMAX_SRDHM edge_srdhm
+#define SOFTMAX_RECIPROCAL(x, bits_over) ea_get_reciprocal(x, 12, bits_over)
+#endif
+
 /* exp of -k (k = max - x, 0..255) in Q0.31; 0 beyond the input radius (the reference skips those). */
 static int32_t softmax_exp8(const softmax_data_t *d, int32_t k) {
     if (-k < d->diff_min) return 0;
-#if EDGE_DSP
     if (k == 0) return EDGE_INT32_MAX; /* a row's maximum (each row has one): exp(0), its polynomial skipped */
+#if EDGE_DSP
     return softmax_exp_q5(softmax_srdhm(edge_wrap32((int64_t)(-k) * ((int64_t)1 << d->shift)), d->multiplier));
 #else
     return ea_exp_on_negative_values(edge_srdhm(edge_wrap32((int64_t)(-k) * ((int64_t)1 << d->shift)), d->multiplier), 5);
@@ -173,7 +194,7 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
         radius = ((int64_t)31 << 26) >> d->shift;
         d->diff_min = radius > 1000000000 ? -1000000000 : -(int32_t)radius;
         d->scratch = -1;
-#if EDGE_DSP
+#if SOFTMAX_DSP
         d->dsp = 0;
 #endif
 #if EDGE_SIMD
@@ -186,7 +207,7 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
             return EDGE_OK;
         }
 #endif
-#if EDGE_DSP
+#if SOFTMAX_DSP
         /* the M4's rows (softmax_int8_eval_dsp): each exp computed once, in a table or per element, in a scratch of
          * up to 1 KB (on the stack for a small input); the least-RAM plan keeps the rows below for larger inputs
          * (no scratch up to 512 elements) */
@@ -223,18 +244,25 @@ edge_status_t edge_prepare_softmax(edge_node_t *node, edge_ctx_t *ctx) {
     return EDGE_OK;
 }
 
-/* table: the 256 exps when the node has its scratch table, else NULL (computed per element). */
+/* table: the 256 exps when the node has its scratch table, else NULL (computed per element; a row of at most
+ * SOFTMAX_STACK keeps them on the stack for its second pass: each exp once). */
 static void softmax_int8_row(const softmax_data_t *d, const int32_t *table, const int8_t *x, void *y) {
-    const int32_t n = d->depth;
-    int32_t i, max = -128, inv, bits_over, exponent;
+    const int32_t n = d->depth, keep = !table && n <= SOFTMAX_STACK;
+    int32_t i, max = -128, inv, bits_over, exponent, exps[SOFTMAX_STACK];
     int64_t total = 0;
     for (i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
-    for (i = 0; i < n; i++) total += edge_rdbpot(table ? table[max - x[i]] : softmax_exp8(d, max - x[i]), 12);
-    inv = ea_get_reciprocal(edge_wrap32(total), 12, &bits_over);
-    exponent = bits_over + 31 - d->out_bits;
     for (i = 0; i < n; i++) {
         const int32_t e = table ? table[max - x[i]] : softmax_exp8(d, max - x[i]);
-        int64_t r = ea_rdbpot64(edge_srdhm(inv, e), exponent) + d->out_min;
+        if (keep) exps[i] = e;
+        total += edge_rdbpot(e, 12);
+    }
+    inv = SOFTMAX_RECIPROCAL(edge_wrap32(total), &bits_over);
+    exponent = bits_over + 31 - d->out_bits;
+    for (i = 0; i < n; i++) {
+        const int32_t e = table ? table[max - x[i]] : keep ? exps[i] : softmax_exp8(d, max - x[i]);
+        const int32_t v = SOFTMAX_SRDHM(inv, e); /* >= 0: a 32-bit rounding divide where the exponent allows */
+        int64_t r = (exponent >= 0 && exponent <= 31 ? edge_rdbpot(v, exponent) : ea_rdbpot64(v, exponent)) +
+                    d->out_min;
         r = ea_clamp(r, d->out_min, d->out_max);
         if (!EDGE_WITH_INT16 || d->out_bits == 8) ((int8_t *)y)[i] = (int8_t)r;
         else ((int16_t *)y)[i] = (int16_t)r;
@@ -287,7 +315,7 @@ static void softmax_int8_row_lut(const softmax_data_t *d, const int32_t *table, 
 }
 #endif
 
-#if EDGE_DSP
+#if SOFTMAX_DSP
 /* One row's outputs from its exps e(i) (Q0.31; table: e(i) = table[max - x[i]], else exps[i]): the sum at Q12,
  * GetReciprocal, each exp scaled -- softmax_int8_row's integer steps, its rounding divide in 32 bits where the
  * exponent allows (the scaled exps are >= 0 and below 2^31: the same value as the 64-bit one). */
@@ -396,7 +424,7 @@ void edge_eval_softmax(const edge_node_t *node, edge_ctx_t *ctx) {
 #if EDGE_SIMD
     if (d->exp8_table) table = d->exp8_table;
 #endif
-#if EDGE_DSP
+#if SOFTMAX_DSP
     if (d->in_type == EDGE_INT8 && d->dsp) {
         int32_t small[SOFTMAX_STACK]; /* d->scratch < 0: at most SOFTMAX_STACK elements */
         softmax_int8_eval_dsp(d, d->scratch >= 0 ? (int32_t *)edge_scratch(ctx, node, d->scratch) : small,
