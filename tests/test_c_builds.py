@@ -396,6 +396,39 @@ def test_lone_pixel_and_softmax_dsp_rows_compiled_only_for_models_that_take_them
                               (True, False, True, False)], sorted(linked)
 
 
+def _pool(op, x_shape, y_shape, k) -> bytes:
+    return op_model(op, [T(x_shape, "INT8", 0.1, 3)], [T(y_shape, "INT8", 0.1, 3)],
+                    options=dict(padding="VALID", stride_w=k, stride_h=k, filter_width=k, filter_height=k))
+
+
+def test_dsp_pools_compiled_only_for_models_with_a_large_int8_pool(tmp_path):
+    """gen_ops.path_defines' EDGE_WITH_POOL_DSP (pooling.c's pool_int8_dsp, ~560 B on the M4): -D...=0 for a model
+    whose AVERAGE_POOL_2D / MAX_POOL_2D inputs hold fewer than POOL_DSP_MIN_VALUES values (person_detect's 3 x 3 x
+    256 head), nothing with a larger one; several models: their union."""
+    sys.path.insert(0, str(FW / "tools"))
+    try:
+        import gen_ops
+    finally:
+        sys.path.pop(0)
+    off = "-DEDGE_WITH_POOL_DSP=0"
+    models = {"head": _pool("AVERAGE_POOL_2D", (1, 3, 3, 256), (1, 1, 1, 256), 3),
+              "large_max": _pool("MAX_POOL_2D", (1, 32, 32, 8), (1, 16, 16, 8), 2),
+              "large_avg": _pool("AVERAGE_POOL_2D", (1, 16, 16, 16), (1, 8, 8, 16), 2)}
+    paths = {}
+    for name, data in models.items():
+        paths[name] = tmp_path / f"{name}.tflite"
+        paths[name].write_bytes(data)
+
+    def switched(*names):
+        return off in gen_ops.path_defines([str(paths[n]) for n in names])
+
+    assert 2304 < gen_ops.POOL_DSP_MIN_VALUES <= 4096
+    assert switched("head") and not switched("large_max") and not switched("large_avg")
+    assert not switched("head", "large_max")
+    pd = shared_model("tflite-micro/person_detect.tflite")
+    assert off in gen_ops.path_defines([str(pd)])
+
+
 @pytest.mark.slow
 def test_dsp_build_without_lone_pixel_and_softmax_dsp_rows_gives_tflm_bytes(tmp_path):
     """The M4 arithmetic (edge-run-c with the DSP paths emulated, as the dsp_runner fixture) built as person_detect's

@@ -351,6 +351,7 @@ CONV_LONE_MIN_MACS = 1024  # a layer of one output pixel: the pair with itself d
 CONV_LONE_ODD_MIN_MACS = 1 << 17  # the last pixel of an odd map: ~0.8 instructions a value (~100 K at this size)
 CONV_LONE_MIN_SHARE = 0.02  # or odd maps' last pixels holding this share of the model's MACs (~0.75% of an invoke)
 SOFTMAX_DSP_MIN_ROW = 4
+POOL_DSP_MIN_VALUES = 4096  # an int8 pool's input values: below, ~15 instructions a value saved are < 60 K
 
 
 def _lone_conv_pixel(shapes, outs) -> bool:
@@ -409,11 +410,23 @@ def _long_softmax_row(shapes, _outs) -> bool:
     return not x or x[-1] >= SOFTMAX_DSP_MIN_ROW
 
 
+def _large_pool(shapes, _outs) -> bool:
+    """An AVERAGE_POOL_2D / MAX_POOL_2D with at least POOL_DSP_MIN_VALUES input values, or a shape this scan cannot
+    read: the layers pooling.c's DSP pools (pool_int8_dsp: four int8 channels a word, ~560 B on the M4) are kept
+    for. A smaller pool runs pool_int (~20 instructions a value against ~5: person_detect's 3 x 3 x 256 average,
+    2,304 values, ~35 K of its 15.4 M instructions, is not worth the bytes under its 32 KB aim)."""
+    x = shapes[0] if shapes else []
+    n = 1
+    for v in x:
+        n *= max(int(v), 1)
+    return not x or n >= POOL_DSP_MIN_VALUES
+
+
 # kernel fast paths a per-model build may leave out: macro -> (builtin codes, the layer test that needs it)
 PATH_SWITCHES = {"EDGE_WITH_CONV_STAGED": ((3,), _narrow_conv), "EDGE_WITH_DW_PAIRS": ((4,), _dw_3x3_m1),
                  "EDGE_WITH_DW_5X5": ((4,), _dw_5x5_m1), "EDGE_WITH_DW_COLUMN": ((4,), _dw_column_m1),
                  "EDGE_WITH_MEAN_HW": ((40, 74), _rank4_reduce), "EDGE_WITH_CONV_LONE": ((3,), _lone_conv_pixel),
-                 "EDGE_WITH_SOFTMAX_DSP": ((25,), _long_softmax_row)}
+                 "EDGE_WITH_SOFTMAX_DSP": ((25,), _long_softmax_row), "EDGE_WITH_POOL_DSP": ((1, 17), _large_pool)}
 # and a model-level test (one model's layers) that keeps a path too
 MODEL_SWITCHES = {"EDGE_WITH_CONV_LONE": _lone_pixels_share}
 
@@ -422,8 +435,8 @@ def path_defines(paths: list[str]) -> list[str]:
     """Kernel fast-path switches for a build for exactly these models: -D<macro>=0 compiles out a fast path no layer
     of theirs takes (the general path it stands beside stays: a build without it runs every layer, slower).
     PATH_SWITCHES: conv_2d.c's staged im2col of narrow windows and its lone-pixel GEMV, depthwise_conv_2d.c's two-pixel
-    3x3 runs and its 5x5 and column copies, mean.c's int8 pools over H, W (MEAN / SUM), softmax.c's DSP rows. [] without
-    models."""
+    3x3 runs and its 5x5 and column copies, mean.c's int8 pools over H, W (MEAN / SUM), softmax.c's DSP rows,
+    pooling.c's DSP pools. [] without models."""
     if not paths:
         return []
     models = [list(_layers(p)) for p in paths]

@@ -244,7 +244,14 @@ static void pool_float_simd(const pool_data_t *d, const float *x, float *y, int 
 }
 #endif
 
-#if EDGE_DSP
+/* EDGE_WITH_POOL_DSP=0 (gen_ops.py path_defines: a firmware whose int8 pools are all small) compiles the DSP pools
+ * (pool_int8_dsp: ~560 B on the M4) out; those pools run pool_int. */
+#ifndef EDGE_WITH_POOL_DSP
+#define EDGE_WITH_POOL_DSP 1
+#endif
+#define POOL_DSP (EDGE_DSP && EDGE_WITH_POOL_DSP)
+
+#if POOL_DSP
 /* The largest window the int8 DSP average takes: its sums kept as int16 halves, |sum| <= 255 * 128 < 2^15. */
 #define POOL_DSP_MAX_CELLS 255
 
@@ -337,7 +344,7 @@ static void pool_eval(const edge_node_t *node, edge_ctx_t *ctx, int average) {
         return;
     }
 #endif
-#if EDGE_DSP
+#if POOL_DSP
     if (d->type == EDGE_INT8 && (!average || d->fh * d->fw <= POOL_DSP_MAX_CELLS)) {
         pool_int8_dsp(d, (const int8_t *)in->data, (int8_t *)out->data, average);
         return;
