@@ -403,8 +403,8 @@ def _pool(op, x_shape, y_shape, k) -> bytes:
 
 def test_dsp_pools_compiled_only_for_models_with_a_large_int8_pool(tmp_path):
     """gen_ops.path_defines' EDGE_WITH_POOL_DSP (pooling.c's pool_int8_dsp, ~560 B on the M4): -D...=0 for a model
-    whose AVERAGE_POOL_2D / MAX_POOL_2D inputs hold fewer than POOL_DSP_MIN_VALUES values (person_detect's 3 x 3 x
-    256 head), nothing with a larger one; several models: their union."""
+    whose AVERAGE_POOL_2D / MAX_POOL_2D inputs hold fewer than POOL_DSP_MIN_VALUES values and fewer than
+    POOL_DSP_MIN_SHARE per MAC of the model (person_detect's 3 x 3 x 256 head), nothing otherwise."""
     sys.path.insert(0, str(FW / "tools"))
     try:
         import gen_ops
@@ -423,8 +423,15 @@ def test_dsp_pools_compiled_only_for_models_with_a_large_int8_pool(tmp_path):
         return off in gen_ops.path_defines([str(paths[n]) for n in names])
 
     assert 2304 < gen_ops.POOL_DSP_MIN_VALUES <= 4096
-    assert switched("head") and not switched("large_max") and not switched("large_avg")
-    assert not switched("head", "large_max")
+    assert not switched("large_max") and not switched("large_avg")
+    assert not switched("head")  # pools and nothing else: _pool_share keeps them
+    # a model whose small pools read >= POOL_DSP_MIN_SHARE values per MAC keeps them (a pool-heavy KWS net)
+    head = (1, [[1, 3, 3, 256]], [[1, 1, 1, 256]])
+    conv = (3, [[1, 3, 3, 256], [256, 1, 1, 256]], [[1, 3, 3, 256]])  # 589,824 MACs
+    assert gen_ops._pool_share([head]) and gen_ops._pool_share([head, (3, [[1, 1, 1, 256], [2, 1, 1, 256]],
+                                                                       [[1, 1, 1, 2]])])
+    assert not gen_ops._pool_share([head, conv])  # 2,304 values, 0.4% of its MACs
+    assert not gen_ops._pool_share([conv])
     pd = shared_model("tflite-micro/person_detect.tflite")
     assert off in gen_ops.path_defines([str(pd)])
 

@@ -275,7 +275,8 @@ def generate(model_path: Path, data: bytes, gen_dir: Path, arena_budget: int | N
     trace_cap = min(4096, max(64, 2 * total_ops + 16))
     from edge_sdk.runtime.planner import c_memory_min, choose_plan
 
-    choice = choose_plan(data, memory, arena_budget, "c", need=lambda asked: measure_arena(data, arena_budget, asked, dsp))
+    choice = choose_plan(data, memory, arena_budget, "c",
+                         need=lambda asked: measure_arena(data, arena_budget, asked, dsp))
     for note in choice.notes:  # why this plan and not the one asked for (or the layer plan)
         log.stage(note)
     # the memory= the firmware initialises with: the one asked for (the C runtime realises the plan itself), else

@@ -352,6 +352,7 @@ CONV_LONE_ODD_MIN_MACS = 1 << 17  # the last pixel of an odd map: ~0.8 instructi
 CONV_LONE_MIN_SHARE = 0.02  # or odd maps' last pixels holding this share of the model's MACs (~0.75% of an invoke)
 SOFTMAX_DSP_MIN_ROW = 4
 POOL_DSP_MIN_VALUES = 4096  # an int8 pool's input values: below, ~15 instructions a value saved are < 60 K
+POOL_DSP_MIN_SHARE = 0.01  # or pools reading this many values per MAC of the model (a pool-heavy small net)
 
 
 def _lone_conv_pixel(shapes, outs) -> bool:
@@ -422,13 +423,29 @@ def _large_pool(shapes, _outs) -> bool:
     return not x or n >= POOL_DSP_MIN_VALUES
 
 
+def _pool_share(layers) -> bool:
+    """One model's layers (_layers): its pools' input values add up to POOL_DSP_MIN_SHARE of its MACs or more (or it
+    has pools and no MACs). Each value costs ~15 instructions more in pool_int than in the DSP pools where the model
+    costs ~1.5-2.5 a MAC: a small pool-heavy net (elem_kws_pool_16: AVERAGE_POOL_2D 263 K -> 608 K instructions,
+    0.56x -> 1.22x TFLM + CMSIS-NN without them) keeps them; person_detect (2,304 values, 0.03% of its MACs) not."""
+    pools = total = 0
+    for code, shapes, outs in layers:
+        total += _macs(code, shapes, outs)
+        if code in (1, 17):
+            n = 1
+            for v in (shapes[0] if shapes else []):
+                n *= max(int(v), 1)
+            pools += n
+    return pools > 0 and pools >= POOL_DSP_MIN_SHARE * total
+
+
 # kernel fast paths a per-model build may leave out: macro -> (builtin codes, the layer test that needs it)
 PATH_SWITCHES = {"EDGE_WITH_CONV_STAGED": ((3,), _narrow_conv), "EDGE_WITH_DW_PAIRS": ((4,), _dw_3x3_m1),
                  "EDGE_WITH_DW_5X5": ((4,), _dw_5x5_m1), "EDGE_WITH_DW_COLUMN": ((4,), _dw_column_m1),
                  "EDGE_WITH_MEAN_HW": ((40, 74), _rank4_reduce), "EDGE_WITH_CONV_LONE": ((3,), _lone_conv_pixel),
                  "EDGE_WITH_SOFTMAX_DSP": ((25,), _long_softmax_row), "EDGE_WITH_POOL_DSP": ((1, 17), _large_pool)}
 # and a model-level test (one model's layers) that keeps a path too
-MODEL_SWITCHES = {"EDGE_WITH_CONV_LONE": _lone_pixels_share}
+MODEL_SWITCHES = {"EDGE_WITH_CONV_LONE": _lone_pixels_share, "EDGE_WITH_POOL_DSP": _pool_share}
 
 
 def path_defines(paths: list[str]) -> list[str]:
