@@ -342,17 +342,11 @@ def _tcn_build(model_name: str) -> bytes:
 
     from edge_sdk.model.schema import BUILTIN_OPERATOR_CODES
     from edge_sdk.model.types import Buffer, Model, Operator, OperatorCode, Quantization, SignatureDef, SubGraph, Tensor
-    from edge_sdk.model.writer import option_defaults, write_model
+    from edge_sdk.model.writer import option_defaults, options_for, write_model
 
     rng = np.random.default_rng(seed)
     buffers = [Buffer(b"")]
     codes: list[OperatorCode] = []
-    versions = {"CONV_2D": 3, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": 4, "LOGISTIC": 2, "CONCATENATION": 2,
-                "STRIDED_SLICE": 2}
-    tables = {"CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions", "RESHAPE": None,
-              "FULLY_CONNECTED": "FullyConnectedOptions", "LOGISTIC": None, "CONCATENATION": "ConcatenationOptions",
-              "STRIDED_SLICE": "StridedSliceOptions", "CALL_ONCE": "CallOnceOptions", "VAR_HANDLE": "VarHandleOptions",
-              "READ_VARIABLE": None, "ASSIGN_VARIABLE": None}
 
     class G:  # one subgraph's tensors and operators
         def __init__(self):
@@ -371,11 +365,13 @@ def _tcn_build(model_name: str) -> bytes:
             self.tensors.append(Tensor(name=name, shape=tuple(shape), type=type_, buffer=buf, quantization=q))
             return len(self.tensors) - 1
 
-        def op(self, name, ins, outs, **options):
+        def op(self, name, ins, outs, version=1, bare=False, **options):
+            """``version``: the operator code's (its first use decides, as hey_jarvis's exporter wrote them);
+            ``bare``: no options table (the exporter writes none for RESHAPE / READ / ASSIGN_VARIABLE)."""
             if name not in [c.name for c in codes]:
-                codes.append(OperatorCode(BUILTIN_OPERATOR_CODES[name], None, versions.get(name, 1)))
+                codes.append(OperatorCode(BUILTIN_OPERATOR_CODES[name], None, version))
             index = [c.name for c in codes].index(name)
-            table = tables[name]
+            table = None if bare else options_for(name)
             opts = option_defaults(table) if table else {}
             opts.update(options)
             self.ops.append(Operator(opcode_index=index, inputs=ins, outputs=outs, options_type=table, options=opts))
@@ -427,9 +423,9 @@ def _tcn_build(model_name: str) -> bytes:
         common = dict(padding="SAME" if depthwise and not streaming else "VALID", stride_w=1, stride_h=stride,
                       fused_activation_function="RELU" if relu else "NONE")
         if depthwise:
-            main.op("DEPTHWISE_CONV_2D", [x, wt, bt], [out], depth_multiplier=1, **common)
+            main.op("DEPTHWISE_CONV_2D", [x, wt, bt], [out], version=3, depth_multiplier=1, **common)
         else:
-            main.op("CONV_2D", [x, wt, bt], [out], **common)
+            main.op("CONV_2D", [x, wt, bt], [out], version=3, **common)
         cur.update(t=out, c=co, scale=s_out, zp=z_out, sample=y)
         return out, rows
 
@@ -440,15 +436,15 @@ def _tcn_build(model_name: str) -> bytes:
         h = main.t(f"{name}/states", (), "RESOURCE")
         main.op("VAR_HANDLE", [], [h], container="", shared_name=f"{name}/states")
         st = main.t(f"{name}/read", (1, rows_state, 1, c), scale=s, zp=z)
-        main.op("READ_VARIABLE", [h], [st])
+        main.op("READ_VARIABLE", [h], [st], bare=True)
         cat = main.t(f"{name}/concat", (1, rows_state + rows_new, 1, c), scale=s, zp=z)
-        main.op("CONCATENATION", [st, x], [cat], axis=1)
+        main.op("CONCATENATION", [st, x], [cat], version=2, axis=1)
         b = main.t(f"{name}/begin", (4,), "INT32", data=np.array([0, -rows_state, 0, 0], np.int32))
         e = main.t(f"{name}/end", (4,), "INT32", data=np.array([0, 0, 0, 0], np.int32))
         one = main.t(f"{name}/strides", (4,), "INT32", data=np.ones(4, np.int32))
         kept = main.t(f"{name}/kept", (1, rows_state, 1, c), scale=s, zp=z)
-        main.op("STRIDED_SLICE", [cat, b, e, one], [kept], begin_mask=0b1101, end_mask=0b1111)
-        main.op("ASSIGN_VARIABLE", [h, kept], [])
+        main.op("STRIDED_SLICE", [cat, b, e, one], [kept], version=2, begin_mask=0b1101, end_mask=0b1111)
+        main.op("ASSIGN_VARIABLE", [h, kept], [], bare=True)
         streams.append((name, rows_state, c, s, z))
         return cat, rows_state + rows_new
 
@@ -458,7 +454,7 @@ def _tcn_build(model_name: str) -> bytes:
     x_in = main.t("features", (1, frames, features), scale=s_in, zp=-128)
     shape = main.t("features/shape", (4,), "INT32", data=np.array([1, frames, 1, features], np.int32))
     x4 = main.t("features/4d", (1, frames, 1, features), scale=s_in, zp=-128)
-    main.op("RESHAPE", [x_in, shape], [x4])
+    main.op("RESHAPE", [x_in, shape], [x4], bare=True)
     cur.update(t=x4, c=features, scale=s_in, zp=-128, sample=rng.uniform(0, 25.5, (512, features)).astype(np.float32))
     k0, s0, c0 = stem
     x, rows = x4, frames
@@ -478,12 +474,12 @@ def _tcn_build(model_name: str) -> bytes:
         e = main.t("head/end", (4,), "INT32", data=np.array([1, rows, 1, cur["c"]], np.int32))
         one = main.t("head/strides", (4,), "INT32", data=np.ones(4, np.int32))
         kept = main.t("head/rows", (1, head, 1, cur["c"]), scale=cur["scale"], zp=cur["zp"])
-        main.op("STRIDED_SLICE", [x, b, e, one], [kept])
+        main.op("STRIDED_SLICE", [x, b, e, one], [kept], version=2)
         x, rows = kept, head
     n_flat = rows * cur["c"]
     fshape = main.t("head/shape", (2,), "INT32", data=np.array([1, n_flat], np.int32))
     flat = main.t("head/flat", (1, n_flat), scale=cur["scale"], zp=cur["zp"])
-    main.op("RESHAPE", [x, fshape], [flat])
+    main.op("RESHAPE", [x, fshape], [flat], bare=True)
     wf = rng.normal(0, 1.0 / np.sqrt(n_flat), (1, n_flat)).astype(np.float32)
     ws = max(float(np.abs(wf).max()), 1e-6) / 127.0
     wq = np.clip(np.round(wf / ws), -127, 127).astype(np.int8)
@@ -492,16 +488,16 @@ def _tcn_build(model_name: str) -> bytes:
     w_t = main.t("head/fc/weights", (1, n_flat), data=wq, scale=ws)
     b_t = main.t("head/fc/bias", (1,), "INT32", data=np.zeros(1, np.int32), scale=cur["scale"] * ws)
     logit = main.t("head/logit", (1, 1), scale=s_fc, zp=z_fc)
-    main.op("FULLY_CONNECTED", [flat, w_t, b_t], [logit])
+    main.op("FULLY_CONNECTED", [flat, w_t, b_t], [logit], version=4)
     prob = main.t("probability", (1, 1), scale=1.0 / 256.0, zp=-128)
-    main.op("LOGISTIC", [logit], [prob])
+    main.op("LOGISTIC", [logit], [prob], version=2)
     subgraphs = [SubGraph(main.tensors, [x_in], [prob], main.ops, "main")]
     if streaming:  # the init subgraph: every ring buffer starts as its zero-point rows
         for name, r, c, s, z in streams:
             h = init.t(f"{name}/states_init", (), "RESOURCE")
             init.op("VAR_HANDLE", [], [h], container="", shared_name=f"{name}/states")
             v = init.t(f"{name}/zeros", (1, r, 1, c), data=np.full((1, r, 1, c), z, np.int8), scale=s, zp=z)
-            init.op("ASSIGN_VARIABLE", [h, v], [])
+            init.op("ASSIGN_VARIABLE", [h, v], [], bare=True)
         subgraphs.append(SubGraph(init.tensors, [], [], init.ops, "init"))
     sig = SignatureDef("serving_default", 0, {"features": x_in}, {"probability": prob})
     return write_model(Model(operator_codes=codes, subgraphs=subgraphs, buffers=buffers, signature_defs=[sig]))

@@ -40,8 +40,9 @@ needs_ilp32 = pytest.mark.skipif(c_check.ILP32 not in c_check.target_layouts(),
 
 # high-water marks the QEMU board itself reported (`edge profile ... --json`: arena_high_water), 2026-12-03, after
 # the depthwise multiplier kernel (a depth multiplier of 4k keeps its filter pre-paired as int16 for SMLAD: person
-# detect's and micro_speech's first depthwise)
-BOARD_HIGH_WATER = {"pymicro-wakeword/hey_jarvis.tflite": 17_592, "tflite-micro/person_detect.tflite": 80_904,
+# detect's and micro_speech's first depthwise); hey_jarvis 2026-12-05 (17,592 -> 17,600: session 20's per-node
+# parameters, QUANTIZE and STRIDED_SLICE packed to their old sizes; TFLM's arena for it: 17,604)
+BOARD_HIGH_WATER = {"pymicro-wakeword/hey_jarvis.tflite": 17_600, "tflite-micro/person_detect.tflite": 80_904,
                     "tflite-micro/micro_speech_quantized.tflite": 8_144}
 
 

@@ -18,7 +18,6 @@ typedef struct {
     int32_t n_inputs;
     int64_t outer;          /* product of the dimensions before the axis */
     uint32_t *block;        /* bytes of input i per outer index */
-    int32_t words;          /* every block a multiple of 4 bytes (eval still checks the pointers' alignment) */
 } concat_data_t;
 
 static int same_quantization(const edge_tensor_t *a, const edge_tensor_t *b) {
@@ -90,11 +89,8 @@ edge_status_t edge_prepare_concatenation(edge_node_t *node, edge_ctx_t *ctx) {
     for (k = 0; k < axis; k++) d->outer *= shape[k];
     for (k = axis + 1; k < rank; k++) inner *= shape[k];
     inner *= edge_type_bytes(x0->type);
-    d->words = 1;
-    for (i = 0; i < node->n_inputs; i++) {
+    for (i = 0; i < node->n_inputs; i++)
         d->block[i] = (uint32_t)(inner * edge_in(ctx, node, i)->dims[axis]); /* <= the output's bytes */
-        if (d->block[i] & 3u) d->words = 0;
-    }
     return EDGE_OK;
 }
 
@@ -129,13 +125,13 @@ void edge_eval_concatenation(const edge_node_t *node, edge_ctx_t *ctx) {
     int32_t i;
     if (d->n_inputs <= CONCAT_LOCAL_INPUTS) { /* each input's source walks its blocks: no index arithmetic */
         const uint8_t *src[CONCAT_LOCAL_INPUTS];
-        uintptr_t align = (uintptr_t)dst;
+        uintptr_t align = (uintptr_t)dst; /* word copies: every pointer and block size a multiple of 4 */
         int words;
         for (i = 0; i < d->n_inputs; i++) {
             src[i] = (const uint8_t *)edge_in(ctx, node, i)->data;
-            align |= (uintptr_t)src[i];
+            align |= (uintptr_t)src[i] | d->block[i];
         }
-        words = d->words && (align & 3u) == 0;
+        words = (align & 3u) == 0;
         for (o = 0; o < d->outer; o++)
             for (i = 0; i < d->n_inputs; i++) dst = concat_block(dst, &src[i], d->block[i], words);
         return;

@@ -155,45 +155,11 @@ static void pad_fill(uint8_t *out, size_t bytes, const uint8_t *value, int32_t e
     }
 }
 
-/* memcpy for the runs, whose output ends are often not word-aligned (a padded NHWC row of three channels): on
- * cores that load and store words at any address (v7-M, v8-M mainline) eight words per LDM / STM pair when
- * both ends are aligned (four instructions per 32 bytes), else four unaligned words per step, where the
- * firmware's memcpy would copy byte by byte; elsewhere the C library's. */
-static void pad_copy(uint8_t *dst, const uint8_t *src, size_t n) {
-#if defined(__GNUC__) && defined(__ARM_FEATURE_UNALIGNED) && defined(__ARM_ARCH_PROFILE) && __ARM_ARCH_PROFILE == 'M'
-    typedef uint32_t __attribute__((aligned(1), may_alias)) word_t;
-    if (n >= 32 && (((uintptr_t)dst | (uintptr_t)src) & 3u) == 0) {
-        size_t blocks = n >> 5;
-        n &= 31u;
-        __asm__ volatile("1:\n\t"
-                         "ldmia %[s]!, {r4, r5, r6, r8, r9, r10, r11, r12}\n\t"
-                         "stmia %[d]!, {r4, r5, r6, r8, r9, r10, r11, r12}\n\t"
-                         "subs %[k], %[k], #1\n\t"
-                         "bne 1b"
-                         : [s] "+&r"(src), [d] "+&r"(dst), [k] "+&r"(blocks)
-                         :
-                         : "r4", "r5", "r6", "r8", "r9", "r10", "r11", "r12", "cc", "memory");
-    }
-    for (; n >= 16; n -= 16, src += 16, dst += 16) {
-        const uint32_t a = *(const word_t *)(const void *)src, b = *(const word_t *)(const void *)(src + 4);
-        const uint32_t c = *(const word_t *)(const void *)(src + 8), e = *(const word_t *)(const void *)(src + 12);
-        *(word_t *)(void *)dst = a;
-        *(word_t *)(void *)(dst + 4) = b;
-        *(word_t *)(void *)(dst + 8) = c;
-        *(word_t *)(void *)(dst + 12) = e;
-    }
-    for (; n >= 4; n -= 4, src += 4, dst += 4) *(word_t *)(void *)dst = *(const word_t *)(const void *)src;
-    while (n--) *dst++ = *src++;
-#else
-    memcpy(dst, src, n);
-#endif
-}
-
 #if EDGE_DSP
 /* int8 with only the last dimension padded (NHWC channels: BlazeFace's stride-2 shortcuts), on a DSP core
  * (unaligned word loads and stores): y [rows, out_c] from x [rows, in_c]; each row's bytes copied a word at a
  * time and the gap to the next row's (after + before bytes) filled with words of the value, in one loop with no
- * call per row (pad_eval's memset + pad_copy + odometer step cost ~2x CMSIS-NN's arm_pad_s8 per pixel). */
+ * call per row (pad_eval's memset + block copy + odometer step cost ~2x CMSIS-NN's arm_pad_s8 per pixel). */
 static void pad_last_int8_dsp(const pad_data_t *d, const uint8_t *in, uint8_t *out, size_t out_bytes, uint8_t value) {
     const uint32_t v4 = (uint32_t)value * 0x01010101u;
     const int32_t in_c = (int32_t)d->run_bytes, out_c = (int32_t)d->out_stride[d->rank - 2];
@@ -303,7 +269,7 @@ static void pad_eval(const edge_node_t *node, edge_ctx_t *ctx) {
     for (r = 0; r < d->runs; r++) {
         const size_t at = (size_t)pos * (size_t)d->elem;
         pad_fill(out + end, at - end, value, d->elem, uniform);
-        pad_copy(out + at, in, d->run_bytes);
+        edge_copy_bytes(out + at, in, d->run_bytes); /* block copies on the M4 / M7 (edge_dsp.h) */
         in += d->run_bytes;
         end = at + d->run_bytes;
         edge_odometer_next(idx, d->in_dims, d->out_stride, d->run_dim, &pos);

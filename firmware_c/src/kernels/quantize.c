@@ -31,7 +31,7 @@
 EDGE_KERNEL(QUANTIZE, quantize, 6, "FLOAT32 INT8 UINT8 INT16 INT32", "output INT8/UINT8/INT16 (INT32 from integer input)")
 
 typedef struct {
-    int32_t in_type, out_type;
+    int16_t in_type, out_type;    /* halves: with rq below the struct keeps its pre-DSP-path size on the M4 */
     float scale;                  /* float input: the output scale */
     int32_t in_zp, out_zp, multiplier, shift, qmin, qmax;
     void *lut;                    /* 8-bit input: 256 values of the output type */
@@ -43,10 +43,10 @@ typedef struct {
     float inv;                    /* float input: 1 / scale in float32 (normal, else simd is at most 1) */
 #endif
 #if EDGE_DSP
-    edge_rq_t rq;                 /* int16 / int32 input: the multiplier in edge_rq form where it covers it (rq_ok):
-                                   * one SMMLAR pair an element, not the 64-bit ea_mbqm (keyword_scrambled_8bit's
-                                   * int16 -> int8 input QUANTIZE: 95 instructions an element) */
-    int32_t rq_ok;
+    edge_rq_t rq;                 /* int16 / int32 input: the multiplier in edge_rq form where it covers it (rq.rnd
+                                   * != 0; 0 where not, or a zero multiplier: the 64-bit ea_mbqm path): one SMMLAR
+                                   * pair an element, not ea_mbqm (keyword_scrambled_8bit's int16 -> int8 input
+                                   * QUANTIZE: 95 instructions an element) */
 #endif
 } quantize_data_t;
 
@@ -295,8 +295,8 @@ edge_status_t edge_prepare_quantize(edge_node_t *node, edge_ctx_t *ctx) {
     d = (quantize_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
     node->user_data = d;
-    d->in_type = x->type;
-    d->out_type = out->type;
+    d->in_type = (int16_t)x->type;
+    d->out_type = (int16_t)out->type;
     d->out_zp = out->zero_point;
     d->qmin = ea_type_min(out->type);
     d->qmax = ea_type_max(out->type);
@@ -329,7 +329,7 @@ edge_status_t edge_prepare_quantize(edge_node_t *node, edge_ctx_t *ctx) {
 #endif
     }
 #if EDGE_DSP
-    d->rq_ok = edge_rq_make(&d->rq, d->multiplier, d->shift) == 0;
+    if (edge_rq_make(&d->rq, d->multiplier, d->shift) != 0) d->rq.rnd = 0; /* not covered: the ea_mbqm path */
 #endif
     return EDGE_OK;
 }
@@ -382,12 +382,12 @@ void edge_eval_quantize(const edge_node_t *node, edge_ctx_t *ctx) {
         const int16_t *xi = (const int16_t *)x->data;
         if (!EDGE_WITH_INT16) break; /* refused at prepare */
 #if EDGE_DSP
-        if (d->rq_ok && d->out_type == EDGE_INT8) { /* x - in_zp cannot wrap: both int16 */
+        if (d->rq.rnd != 0 && d->out_type == EDGE_INT8) { /* x - in_zp cannot wrap: both int16 */
             for (i = 0; i < n; i++)
                 ((int8_t *)y)[i] = (int8_t)edge_clamp32(edge_rq_apply(&d->rq, xi[i] - d->in_zp, d->out_zp), -128, 127);
             break;
         }
-        if (d->rq_ok) {
+        if (d->rq.rnd != 0) {
             for (i = 0; i < n; i++)
                 store(d->out_type, y, i, edge_clamp32(edge_rq_apply(&d->rq, xi[i] - d->in_zp, d->out_zp), d->qmin, d->qmax));
             break;

@@ -20,14 +20,14 @@ EDGE_KERNEL(STRIDED_SLICE, strided_slice, 8, "FLOAT32 INT8 UINT8 INT16 INT32 INT
                       4 shrink_axis_mask, 5 offset */
 
 typedef struct {
-    int32_t rank;                 /* odometer dimensions (>= 1) */
-    int32_t elem;
+    int16_t rank;                 /* odometer dimensions (>= 1, <= EDGE_INDEX_MAX_RANK) */
+    int16_t elem;                 /* bytes of an element (<= 8); halves, so that run_bytes packs before base */
+    uint32_t run_bytes;           /* innermost step 1: bytes of one contiguous run (dims[rank - 1] elements),
+                                   * copied as a block per outer index; 0: the odometer gather */
     int64_t base;                 /* input element of the first output element */
     int64_t count;                /* output elements */
     int32_t dims[EDGE_INDEX_MAX_RANK]; /* output counts per odometer dimension */
     int64_t step[EDGE_INDEX_MAX_RANK]; /* input elements per step along it (signed) */
-    uint32_t run_bytes;           /* innermost step 1: bytes of one contiguous run (dims[rank - 1] elements),
-                                   * copied as a block per outer index; 0: the odometer gather */
 } ss_data_t;
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
@@ -150,7 +150,7 @@ edge_status_t edge_prepare_strided_slice(edge_node_t *node, edge_ctx_t *ctx) {
     d = (ss_data_t *)edge_alloc_persistent(ctx, sizeof *d);
     if (!d) return EDGE_ARENA_TOO_SMALL;
     node->user_data = d;
-    d->elem = (int32_t)edge_type_bytes(x->type);
+    d->elem = (int16_t)edge_type_bytes(x->type);
     d->count = 1;
     for (i = 0; i < eff_dims; i++) d->count *= counts[i];
     if (eff_dims) eff_stride[eff_dims - 1] = 1;
