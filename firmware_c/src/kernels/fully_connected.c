@@ -382,13 +382,7 @@ static void fc_int8_short(const fc_data_t *d, const int8_t *x, const int8_t *wt,
     }
 }
 
-/* int8 fast path: y = clamp(rq(bias + sum (x + input_offset) * w) + zp), four units per pass (fc_slots), the
- * depth % 4 tail one unit at a time. A last group of nu < 4 units on DSP cores runs as four slots too, rows
- * repeated (nu 3: u, u+1, u+1, u+2; 2: u, u+1, u, u+1; 1: u four times; the last unit's sum is slot 3's):
- * 1-3 units cost what four do (~6 instructions per MAC for one unit, as its own loop did); the portable build
- * runs such units one at a time. */
-#if EDGE_DSP
-/* The int8 fast path's common case on DSP cores (per-tensor multiplier, depth % 4 == 0): n_groups groups of four
+/* The int8 fast path's common case (per-tensor multiplier, depth % 4 == 0): n_groups groups of four
  * units from yb[0], each group's four sums (fc_slots) from the bias straight to int8 in one loop that keeps the
  * layer's parameters in registers, without fc_int8_fast's row bookkeeping per group (mlp_8_32_32_4's
  * FULLY_CONNECTEDs 4,880 -> 4,400 instructions on the M4). */
@@ -419,8 +413,12 @@ static void fc_groups(const fc_data_t *d, const int8_t *xb, const int8_t *w, con
         yb[3] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)s[3], zp), lo, hi);
     }
 }
-#endif
 
+/* int8 fast path: y = clamp(rq(bias + sum (x + input_offset) * w) + zp), four units per pass (fc_slots), the
+ * depth % 4 tail one unit at a time. A last group of nu < 4 units on DSP cores runs as four slots too, rows
+ * repeated (nu 3: u, u+1, u+1, u+2; 2: u, u+1, u, u+1; 1: u four times; the last unit's sum is slot 3's):
+ * 1-3 units cost what four do (~6 instructions per MAC for one unit, as its own loop did); the portable build
+ * runs such units one at a time. */
 #if defined(__GNUC__)
 __attribute__((noinline)) /* as fc_int8_short */
 #endif
@@ -435,28 +433,10 @@ static void fc_int8_fast(const fc_data_t *d, const int8_t *x, const int8_t *wt, 
         const int8_t *xb = x + (int64_t)b * depth;
         int8_t *yb = y + (int64_t)b * units;
         u = 0;
-#if EDGE_DSP
-        if (!pc && d4 == depth) { /* per tensor, no tail: fc_groups */
+        if (!pc && d4 == depth) { /* per tensor, no tail: four units straight from the slots to the output */
             u = units & ~3;
             fc_groups(d, xb, wt, bias, yb, u >> 2);
         }
-#endif
-        if (!pc && d4 == depth) /* per tensor, no tail: four units straight from the slots to the output */
-            for (; u + 4 <= units; u += 4) {
-                const int8_t *w0 = wt + (int64_t)u * depth;
-                uint32_t s[4] = {0, 0, 0, 0};
-                if (bias) {
-                    s[0] = (uint32_t)bias[u];
-                    s[1] = (uint32_t)bias[u + 1];
-                    s[2] = (uint32_t)bias[u + 2];
-                    s[3] = (uint32_t)bias[u + 3];
-                }
-                fc_slots(xb, d4, off, w0, w0 + 2 * depth, depth, s);
-                yb[u] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)s[0], zp), lo, hi);
-                yb[u + 1] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)s[1], zp), lo, hi);
-                yb[u + 2] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)s[2], zp), lo, hi);
-                yb[u + 3] = (int8_t)edge_clamp32(edge_rq_apply(&q, (int32_t)s[3], zp), lo, hi);
-            }
         for (; u < units; u += 4) {
             const int32_t nu = units - u < 4 ? units - u : 4, st = nu > 1 ? depth : 0;
             int32_t row[4], k = 0;
